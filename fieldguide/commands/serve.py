@@ -1,0 +1,75 @@
+"""`fieldguide serve [--host H] [--port P] [--docs DIR] [--collection NAME]`."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = ("Serve the HTTP API and the chat page. The docs folder (--docs, FIELDGUIDE_DOCS_DIR, "
+        "else the bundled sample docs) is ingested first, incrementally.")
+
+SAMPLE_DOCS = Path(__file__).resolve().parent.parent / "sample_docs"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--docs", type=Path, metavar="DIR",
+                        help="Markdown folder to ingest and serve images from (default: the sample docs)")
+    parser.add_argument("--collection", metavar="NAME", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
+    parser.add_argument("--no-ingest", action="store_true", help="serve the collection as it is, without ingesting")
+    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+
+
+def run(args) -> int:
+    # Before anything heavy is imported or any thread starts: arenas created later are capped.
+    from fieldguide.service.memory import limit_malloc_arenas
+
+    limit_malloc_arenas()
+
+    import sys
+    import threading
+
+    from fieldguide.errors import FieldguideError
+    from fieldguide.settings import get_settings
+
+    settings = get_settings()
+    docs = args.docs or settings.docs_dir or SAMPLE_DOCS
+    if not Path(docs).is_dir():
+        print(f"error: {docs} is not a directory", file=sys.stderr)
+        return 2
+    update = {"docs_dir": Path(docs).resolve()}
+    if args.collection:
+        update["collection"] = args.collection
+    settings = settings.model_copy(update=update)
+
+    try:
+        if not args.no_ingest:
+            from ingest.pipeline import ingest_folder
+
+            summary = ingest_folder(settings.docs_dir, settings, progress=sys.stderr.isatty())
+            print(f"ingested {settings.docs_dir}: {summary.files_seen} files, {summary.files_skipped} unchanged, "
+                  f"{summary.chunks_written} chunks written", file=sys.stderr)
+        import uvicorn
+
+        from fieldguide.service import create_app
+
+        app = create_app(settings)
+    except FieldguideError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+    resources = app.state.service.resources
+    if resources is not None:
+        # Load the models while the server starts, so the first question does not pay for it.
+        def warm_up() -> None:
+            try:
+                resources.embeddings
+                resources.chat_model
+            except Exception as exc:  # the first question will report it as an error event
+                print(f"warning: could not preload models: {exc}", file=sys.stderr)
+
+        threading.Thread(target=warm_up, name="warm-up", daemon=True).start()
+
+    print(f"fieldguide: chat page at http://{args.host}:{args.port}/", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    return 0

@@ -1,0 +1,21 @@
+"""Errors that reach the user as one clear sentence (the CLI prints them without a traceback)."""
+
+
+class FieldguideError(Exception):
+    """Base class: the message says what went wrong and what to do."""
+
+
+class StoreUnavailable(FieldguideError):
+    """No Weaviate server can be reached or started."""
+
+
+class ModelMismatch(FieldguideError):
+    """The index was built with another embedding model (or chunker version)."""
+
+
+class InvalidQuestion(FieldguideError):
+    """Empty, oversized or malformed question."""
+
+
+class ModelUnavailable(FieldguideError):
+    """A model (embedding, reranker, chat) cannot be loaded or called."""

@@ -1,0 +1,286 @@
+"""The HTTP service: submit a question, follow its answer as Server-Sent Events.
+
+`create_app` wires one compiled graph (built by `graph_factory(checkpointer=...)`, the
+real query graph by default) into:
+
+    POST /conversations            202 {"conversation_id", "stream_url"}; the turn runs in the background
+    GET  /conversations/{id}/stream  SSE: status, sources, token, done, error (ids only grow)
+    /rag/...                       LangServe routes over the same graph
+    GET  /healthz, /readyz         liveness, readiness (store reachable, index built with our model)
+    GET  /                         the chat page (plus its scripts, libraries and the docs' images)
+
+A janitor task cancels turns nobody has listened to for `abandon_after_seconds` and evicts
+conversations idle longer than `event_log_ttl_seconds`.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+from fastapi import FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from fieldguide.service.assets import resolve_asset_url
+from fieldguide.service.checkpoint import BoundedMemorySaver
+from fieldguide.service.conversations import (
+    Conversation,
+    ConversationLimitReached,
+    ConversationRegistry,
+)
+from fieldguide.service.memory import ReleasePolicy, release_memory
+from fieldguide.service.readiness import ReadinessCheck, store_readiness
+from fieldguide.service.turns import run_turn
+from fieldguide.settings import Settings, get_settings
+
+log = logging.getLogger("fieldguide.service")
+
+GraphFactory = Callable[..., Any]  # graph_factory(checkpointer=...) -> compiled graph
+RETRY_MS = 1000  # how soon a browser's EventSource reconnects after a dropped stream
+READINESS_TIMEOUT = 5.0
+READINESS_CACHE_SECONDS = 1.0
+
+
+class QuestionIn(BaseModel):
+    question: str
+    conversation_id: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+
+
+def default_graph_factory(checkpointer=None):
+    from graph.graph import build_graph
+
+    return build_graph(checkpointer=checkpointer)
+
+
+def invalid(field_name: str, message: str, value: Any) -> RequestValidationError:
+    return RequestValidationError([{"type": "value_error", "loc": ("body", field_name), "msg": message,
+                                    "input": value}])
+
+
+@dataclass
+class Service:
+    """Everything the routes share; one per app (`app.state.service`)."""
+
+    settings: Settings
+    graph: Any
+    checkpointer: BoundedMemorySaver
+    conversations: ConversationRegistry
+    readiness: ReadinessCheck
+    configurable: dict[str, Any]
+    release_policy: ReleasePolicy = field(default_factory=ReleasePolicy)
+    resources: Any = None
+    _ready_cache: tuple[float, str | None] | None = None
+
+    def resolve(self, url: str, source: str = "") -> str:
+        return resolve_asset_url(url, source, self.settings.image_base_url)
+
+    # -- turns ---------------------------------------------------------------------------
+    def start_turn(self, conversation: Conversation, question: str) -> None:
+        conversation.turn_started_at_id = conversation.last_id
+        conversation.last_listened = time.monotonic()  # the abandonment clock starts now
+        conversation.cancel_reason = None
+        config = {
+            "configurable": {**self.configurable, "thread_id": conversation.id},
+            "metadata": {"conversation_id": conversation.id},
+            "run_name": "conversation",
+        }
+        graph_input = {"question": question, "conversation_id": conversation.id}
+        conversation.task = asyncio.create_task(self._run(conversation, graph_input, config))
+
+    async def _run(self, conversation: Conversation, graph_input: dict, config: dict) -> None:
+        try:
+            await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve)
+        finally:
+            self.checkpointer.trim_thread(conversation.id)
+            if conversation.evicted:
+                self.checkpointer.delete_thread(conversation.id)
+            # This task still counts as running: the others are what matter.
+            if self.release_policy.turn_finished(self.conversations.running_count() - 1):
+                release_memory()
+
+    # -- housekeeping -----------------------------------------------------------------------
+    def sweep(self) -> None:
+        now = time.monotonic()
+        limit = self.settings.abandon_after_seconds
+        for conversation in self.conversations:
+            if conversation.running and conversation.unheard_for(now) > limit:
+                conversation.cancel_reason = f"the answer was cancelled: nobody listened for {limit:g} s"
+                conversation.task.cancel()
+        self.conversations.evict_expired(now)
+
+    async def janitor(self) -> None:
+        interval = max(0.05, min(1.0, self.settings.abandon_after_seconds / 4,
+                                 self.settings.event_log_ttl_seconds / 4))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.sweep()
+            except Exception:  # housekeeping must never stop
+                log.exception("janitor sweep failed")
+
+    async def shutdown(self) -> None:
+        tasks = [c.task for c in self.conversations if c.running]
+        for conversation in self.conversations:
+            if conversation.running:
+                conversation.cancel_reason = "the service is shutting down"
+                conversation.task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self.resources is not None and hasattr(self.resources, "close"):
+            self.resources.close()
+
+    async def ready(self) -> str | None:
+        now = time.monotonic()
+        if self._ready_cache and now - self._ready_cache[0] < READINESS_CACHE_SECONDS:
+            return self._ready_cache[1]
+        try:
+            reason = await asyncio.wait_for(asyncio.to_thread(self.readiness), READINESS_TIMEOUT)
+        except asyncio.TimeoutError:
+            reason = f"the store did not answer within {READINESS_TIMEOUT:g} s"
+        self._ready_cache = (time.monotonic(), reason)
+        return reason
+
+
+async def follow(service: Service, conversation: Conversation, cursor: int):
+    """Events after `cursor`, then new ones as they come, until the turn ends (SSE body)."""
+    conversation.listener_joined()
+    try:
+        first = True
+        while not conversation.evicted:
+            changed = conversation.changed()
+            for event in conversation.events_after(cursor):
+                yield ServerSentEvent(data=event.data, event=event.name, id=str(event.id),
+                                      retry=RETRY_MS if first else None)
+                first = False
+                cursor = event.id
+            if not conversation.running and cursor >= conversation.last_id:
+                return
+            await changed.wait()
+    finally:
+        conversation.listener_left()
+        service.conversations.touch(conversation) if not conversation.evicted else None
+
+
+def create_app(settings: Settings | None = None, graph_factory: GraphFactory | None = None, *,
+               readiness: ReadinessCheck | None = None, configurable: dict[str, Any] | None = None,
+               docs_dir: Path | None = None, langserve: bool = True) -> FastAPI:
+    """Build the service.
+
+    graph_factory(checkpointer=...) returns the compiled graph (default: the query graph
+    with shared `graph.runtime.Resources`); `configurable` is added to every run's config;
+    `readiness` replaces the store probe; `docs_dir` (default `settings.docs_dir`) is
+    served under /docs-assets/ for screenshots and source links.
+    """
+    settings = settings or get_settings()
+    checkpointer = BoundedMemorySaver(max_threads=max(16, settings.max_conversations * 2))
+    conversations = ConversationRegistry(
+        max_conversations=settings.max_conversations,
+        ttl_seconds=settings.event_log_ttl_seconds,
+        max_events=settings.max_events_per_conversation,
+        on_evict=checkpointer.delete_thread,
+    )
+    resources = None
+    configurable = dict(configurable or {})
+    if graph_factory is None:
+        graph_factory = default_graph_factory
+        if "resources" not in configurable:
+            from graph.runtime import Resources
+
+            resources = Resources(settings)
+            configurable["resources"] = resources
+    else:
+        resources = configurable.get("resources")
+    graph = graph_factory(checkpointer=checkpointer)
+    service = Service(
+        settings=settings,
+        graph=graph,
+        checkpointer=checkpointer,
+        conversations=conversations,
+        readiness=readiness or store_readiness(settings, resources),
+        configurable=configurable,
+        resources=resources,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        janitor = asyncio.create_task(service.janitor())
+        try:
+            yield
+        finally:
+            janitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await janitor
+            await service.shutdown()
+
+    app = FastAPI(title="fieldguide", summary="Answers from the product's own documentation.", lifespan=lifespan)
+    app.state.service = service
+
+    @app.post("/conversations", status_code=202)
+    async def start_conversation(body: QuestionIn) -> JSONResponse:
+        question = body.question.strip()
+        if not question:
+            raise invalid("question", "the question is empty", body.question)
+        if len(question) > settings.max_question_chars:
+            raise invalid("question", f"the question is longer than {settings.max_question_chars} characters",
+                          f"{len(question)} characters")
+        if body.conversation_id is not None:
+            conversation = conversations.get(body.conversation_id)
+            if conversation is None:
+                return JSONResponse({"detail": "unknown conversation (it may have expired)"}, status_code=404)
+            if conversation.running:
+                return JSONResponse({"detail": "this conversation is still answering its previous question"},
+                                    status_code=409)
+            conversations.touch(conversation)
+            stream_url = f"/conversations/{conversation.id}/stream?after={conversation.last_id}"
+        else:
+            try:
+                conversation = conversations.create()
+            except ConversationLimitReached as exc:
+                return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
+            stream_url = f"/conversations/{conversation.id}/stream"
+        service.start_turn(conversation, question)
+        return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202)
+
+    @app.get("/conversations/{conversation_id}/stream")
+    async def stream_conversation(conversation_id: str, after: int = 0,
+                                  last_event_id: str | None = Header(None)):
+        conversation = conversations.get(conversation_id)
+        if conversation is None:
+            return JSONResponse({"detail": "unknown conversation"}, status_code=404)
+        cursor = after
+        if last_event_id and last_event_id.strip().isdigit():
+            cursor = int(last_event_id.strip())  # a reconnect: continue after what was received
+        return EventSourceResponse(
+            follow(service, conversation, max(0, cursor)),
+            ping=settings.heartbeat_seconds,
+            send_timeout=30,
+            headers={"Cache-Control": "no-store"},
+        )
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        reason = await service.ready()
+        if reason is None:
+            return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
+
+    from fieldguide.service.web import add_web_routes
+
+    add_web_routes(app, settings, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir)
+    if langserve:
+        from fieldguide.service.rag import add_rag_routes
+
+        add_rag_routes(app, graph, configurable=configurable)
+    return app

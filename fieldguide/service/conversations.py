@@ -1,0 +1,150 @@
+"""Conversations and their event logs: what the stream endpoint replays and follows.
+
+Every event a turn produces is appended to its conversation's log with the next id
+(ids only grow, across all turns of a conversation), stored already serialised so a
+replay costs no work. A reader that reconnects with `Last-Event-ID` gets exactly the
+events after that id. Logs are bounded: at most `max_events` per conversation (oldest
+dropped), conversations idle longer than the time to live are evicted, and at most
+`max_conversations` are kept (least recently active, finished ones first).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+TERMINAL_EVENTS = frozenset({"done", "error"})
+
+
+class Event(NamedTuple):
+    id: int
+    name: str
+    data: str  # JSON
+
+
+def new_conversation_id() -> str:
+    return secrets.token_hex(16)
+
+
+@dataclass(eq=False)
+class Conversation:
+    id: str
+    max_events: int
+    events: deque = field(default_factory=deque)
+    last_id: int = 0
+    task: asyncio.Task | None = None
+    turn_started_at_id: int = 0  # last event id before the running (or last) turn began
+    listeners: int = 0
+    last_listened: float = field(default_factory=time.monotonic)
+    last_activity: float = field(default_factory=time.monotonic)
+    evicted: bool = False
+    cancel_reason: str | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def append(self, name: str, data: dict[str, Any]) -> int:
+        self.last_id += 1
+        self.events.append(Event(self.last_id, name, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
+        while len(self.events) > self.max_events:
+            self.events.popleft()
+        self.last_activity = time.monotonic()
+        self._wake()
+        return self.last_id
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def changed(self) -> asyncio.Event:
+        """An event set at the next append (take it *before* reading, then wait on it)."""
+        return self._changed
+
+    def events_after(self, event_id: int) -> list[Event]:
+        if not self.events or event_id >= self.last_id:
+            return []
+        first = self.events[0].id
+        start = max(0, event_id + 1 - first)
+        return [self.events[i] for i in range(start, len(self.events))]
+
+    def listener_joined(self) -> None:
+        self.listeners += 1
+        self.last_listened = time.monotonic()
+
+    def listener_left(self) -> None:
+        self.listeners -= 1
+        self.last_listened = time.monotonic()
+        self.last_activity = self.last_listened
+
+    def unheard_for(self, now: float) -> float:
+        """Seconds since anyone was listening (0 while someone is)."""
+        return 0.0 if self.listeners > 0 else now - self.last_listened
+
+
+class ConversationLimitReached(Exception):
+    """Every kept conversation is still running: nothing can be evicted to make room."""
+
+
+class ConversationRegistry:
+    def __init__(self, *, max_conversations: int, ttl_seconds: float, max_events: int,
+                 on_evict: Callable[[str], None] | None = None) -> None:
+        self.max_conversations = max_conversations
+        self.ttl_seconds = ttl_seconds
+        self.max_events = max_events
+        self.on_evict = on_evict
+        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._conversations)
+
+    def __iter__(self):
+        return iter(list(self._conversations.values()))
+
+    def get(self, conversation_id: str) -> Conversation | None:
+        return self._conversations.get(conversation_id)
+
+    def touch(self, conversation: Conversation) -> None:
+        conversation.last_activity = time.monotonic()
+        self._conversations.move_to_end(conversation.id)
+
+    def create(self) -> Conversation:
+        self.evict_expired()
+        while len(self._conversations) >= self.max_conversations:
+            victim = next((c for c in self._conversations.values() if not c.running), None)
+            if victim is None:
+                raise ConversationLimitReached(
+                    f"{self.max_conversations} conversations are running; try again shortly")
+            self.evict(victim.id)
+        conversation = Conversation(id=new_conversation_id(), max_events=self.max_events)
+        self._conversations[conversation.id] = conversation
+        return conversation
+
+    def evict(self, conversation_id: str) -> None:
+        conversation = self._conversations.pop(conversation_id, None)
+        if conversation is None:
+            return
+        if conversation.running:
+            conversation.cancel_reason = "the conversation was evicted"
+            conversation.task.cancel()
+        conversation.evicted = True
+        conversation.events.clear()
+        conversation._wake()  # readers still attached notice it is gone
+        if self.on_evict is not None:
+            self.on_evict(conversation_id)
+
+    def evict_expired(self, now: float | None = None) -> int:
+        now = time.monotonic() if now is None else now
+        expired = [c.id for c in self._conversations.values()
+                   if not c.running and c.listeners == 0 and now - c.last_activity > self.ttl_seconds]
+        for conversation_id in expired:
+            self.evict(conversation_id)
+        return len(expired)
+
+    def running_count(self) -> int:
+        return sum(1 for c in self._conversations.values() if c.running)

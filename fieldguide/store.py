@@ -1,0 +1,352 @@
+"""The chunk store: one Weaviate collection of chunks plus two small companions.
+
+* `<Collection>` holds the chunks: every field of the chunk record as a typed property, the
+  vector supplied by fieldguide (no vectorizer), HNSW with cosine distance.
+* `<Collection>Manifest` holds one object describing how the index was built (embedding model
+  id, dimension, chunker version), so a query or an ingest with another model is refused
+  instead of silently comparing vectors from two different spaces.
+* `<Collection>Files` holds one object per source file (sha256 of its raw bytes, chunk count):
+  what incremental ingest compares against.
+
+`open_store()` connects to `FIELDGUIDE_WEAVIATE_URL` when set, otherwise to the locally managed
+server (`fieldguide.weaviate_server`), starting it when needed.
+"""
+from __future__ import annotations
+
+import contextlib
+import uuid as uuidlib
+from collections.abc import Iterator, Sequence
+from urllib.parse import urlparse
+
+from fieldguide.errors import ModelMismatch, StoreUnavailable
+
+MANIFEST_UUID = "00000000-0000-5000-8000-000000000001"
+FILE_NAMESPACE = uuidlib.UUID("0f6b9a51-7c2e-5d4f-9a3b-1e2d3c4b5a69")
+
+# chunk record fields (DESIGN's chunk table) and how Weaviate stores them
+TEXT_FIELDS_FILTERED = ("chunk_id", "group_id", "chunk_type", "content_kind", "source")
+INT_FIELDS = ("part_index", "part_count", "line_start", "line_end", "token_count")
+CHUNK_FIELDS = (
+    "chunk_id", "group_id", "part_index", "part_count", "chunk_type", "content_kind", "source",
+    "line_start", "line_end", "heading_path", "text", "embed_text", "token_count", "images",
+)
+
+
+def file_uuid(source: str) -> str:
+    return str(uuidlib.uuid5(FILE_NAMESPACE, source))
+
+
+def collection_name(name: str) -> str:
+    """Weaviate class names start with a capital letter; keep the rest as given."""
+    name = name.strip()
+    if not name or not (name[0].isalpha() and name.replace("_", "").isalnum()):
+        raise StoreUnavailable(f"Invalid collection name {name!r}: use letters, digits and underscores.")
+    return name[0].upper() + name[1:]
+
+
+def mismatch_message(collection: str, built_with: str, configured: str) -> str:
+    return (
+        f"Collection {collection} was built with embedding model {built_with!r}, but the configured "
+        f"model is {configured!r}. Rebuild it with `fieldguide ingest DOCS_DIR --reindex`, or set "
+        f"FIELDGUIDE_EMBEDDING_MODEL={built_with} to use the index as it is.")
+
+
+class ChunkStore:
+    def __init__(self, client, name: str):
+        self.client = client
+        self.name = collection_name(name)
+        self.manifest_name = f"{self.name}Manifest"
+        self.files_name = f"{self.name}Files"
+
+    # --- collections ------------------------------------------------------------------
+    @property
+    def chunks(self):
+        return self.client.collections.use(self.name)
+
+    def exists(self) -> bool:
+        return self.client.collections.exists(self.name)
+
+    def ensure_collections(self) -> None:
+        """Create the three collections if missing (explicit schema, never auto-schema)."""
+        from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
+
+        def text(name, *, searchable=False, filterable=True, array=False):
+            return Property(
+                name=name, data_type=DataType.TEXT_ARRAY if array else DataType.TEXT,
+                tokenization=Tokenization.WORD if searchable else Tokenization.FIELD,
+                index_filterable=filterable, index_searchable=searchable, skip_vectorization=True)
+
+        def integer(name, *, filterable=False):
+            return Property(name=name, data_type=DataType.INT, index_filterable=filterable,
+                            index_range_filters=False, skip_vectorization=True)
+
+        no_vectors = Configure.Vectors.self_provided(
+            vector_index_config=Configure.VectorIndex.flat(distance_metric=VectorDistances.COSINE))
+        if not self.client.collections.exists(self.name):
+            self.client.collections.create(
+                self.name,
+                description="fieldguide chunks: Markdown sections with their breadcrumb and metadata",
+                vector_config=Configure.Vectors.self_provided(
+                    vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE)),
+                inverted_index_config=Configure.inverted_index(index_null_state=False),
+                properties=[
+                    text("chunk_id"),
+                    text("group_id"),
+                    integer("part_index"),
+                    integer("part_count"),
+                    text("chunk_type"),
+                    text("content_kind"),
+                    text("source"),
+                    integer("line_start"),
+                    integer("line_end"),
+                    text("heading_path", searchable=True, array=True),
+                    text("text", searchable=True, filterable=False),
+                    text("embed_text", searchable=True, filterable=False),
+                    integer("token_count"),
+                    text("images", array=True, filterable=False),
+                ],
+            )
+        if not self.client.collections.exists(self.manifest_name):
+            self.client.collections.create(
+                self.manifest_name, description=f"how {self.name} was built",
+                vector_config=no_vectors,
+                properties=[text("embedding_model"), integer("dimension"), text("chunker_version")])
+        if not self.client.collections.exists(self.files_name):
+            self.client.collections.create(
+                self.files_name, description=f"source files ingested into {self.name}",
+                vector_config=no_vectors,
+                properties=[text("source"), text("sha256"), integer("chunk_count")])
+
+    def drop(self) -> None:
+        for name in (self.name, self.manifest_name, self.files_name):
+            if self.client.collections.exists(name):
+                self.client.collections.delete(name)
+
+    # --- manifest ---------------------------------------------------------------------
+    def manifest(self) -> dict | None:
+        if not self.client.collections.exists(self.manifest_name):
+            return None
+        obj = self.client.collections.use(self.manifest_name).query.fetch_object_by_id(MANIFEST_UUID)
+        if obj is None:
+            return None
+        props = obj.properties
+        return {"embedding_model": props.get("embedding_model"), "dimension": props.get("dimension"),
+                "chunker_version": props.get("chunker_version")}
+
+    def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str) -> None:
+        self.ensure_collections()
+        manifest = self.client.collections.use(self.manifest_name)
+        properties = {"embedding_model": embedding_model, "dimension": int(dimension),
+                      "chunker_version": str(chunker_version)}
+        if manifest.data.exists(MANIFEST_UUID):
+            manifest.data.replace(uuid=MANIFEST_UUID, properties=properties)
+        else:
+            manifest.data.insert(properties=properties, uuid=MANIFEST_UUID)
+
+    def check_manifest(self, embedding_model_id: str) -> dict | None:
+        """The manifest, or None for an index never built; ModelMismatch for another model."""
+        manifest = self.manifest()
+        if manifest and manifest["embedding_model"] != embedding_model_id:
+            raise ModelMismatch(mismatch_message(self.name, manifest["embedding_model"], embedding_model_id))
+        return manifest
+
+    # --- per-file hashes (incremental ingest) ---------------------------------------------
+    def file_records(self) -> dict[str, dict]:
+        """source -> {"sha256", "chunk_count"} for every ingested file."""
+        if not self.client.collections.exists(self.files_name):
+            return {}
+        records = {}
+        for obj in self.client.collections.use(self.files_name).iterator(
+                return_properties=["source", "sha256", "chunk_count"]):
+            props = obj.properties
+            records[props["source"]] = {"sha256": props["sha256"], "chunk_count": int(props["chunk_count"] or 0)}
+        return records
+
+    def set_files(self, records: Sequence[tuple[str, str, int]]) -> None:
+        """Record (source, sha256, chunk_count) for files whose chunks are now stored."""
+        if not records:
+            return
+        from weaviate.classes.data import DataObject
+
+        objects = [DataObject(properties={"source": s, "sha256": h, "chunk_count": int(n)}, uuid=file_uuid(s))
+                   for s, h, n in records]
+        _raise_batch_errors(self.client.collections.use(self.files_name).data.insert_many(objects), "file records")
+
+    def delete_files(self, sources: Sequence[str]) -> None:
+        if not sources:
+            return
+        from weaviate.classes.query import Filter
+
+        self.client.collections.use(self.files_name).data.delete_many(
+            where=Filter.by_id().contains_any([file_uuid(s) for s in sources]))
+
+    # --- chunks -------------------------------------------------------------------------
+    def insert_chunks(self, records: Sequence[dict], vectors) -> None:
+        """Upsert chunk records (each with "chunk_id") with their vectors; UUID = uuid5(chunk_id)."""
+        from weaviate.classes.data import DataObject
+
+        from ingest.chunk import chunk_uuid
+
+        objects = [DataObject(properties={name: record[name] for name in CHUNK_FIELDS},
+                              uuid=chunk_uuid(record["chunk_id"]), vector=_as_list(vector))
+                   for record, vector in zip(records, vectors, strict=True)]
+        if objects:
+            _raise_batch_errors(self.chunks.data.insert_many(objects), "chunks")
+
+    def delete_source(self, source: str, keep_uuids: Sequence[str] = ()) -> int:
+        """Delete the chunks of `source`, except `keep_uuids` (just written). Returns how many."""
+        from weaviate.classes.query import Filter
+
+        where = Filter.by_property("source").equal(source)
+        if keep_uuids:
+            where = Filter.all_of([where, Filter.by_id().contains_none(list(keep_uuids))])
+        result = self.chunks.data.delete_many(where=where)
+        return int(result.successful)
+
+    def count(self) -> int:
+        if not self.exists():
+            return 0
+        return int(self.chunks.aggregate.over_all(total_count=True).total_count or 0)
+
+    def sources(self) -> set[str]:
+        return {obj.properties["source"] for obj in self.chunks.iterator(return_properties=["source"])}
+
+    # --- search primitives ----------------------------------------------------------------
+    def near_vector(self, vector, k: int, content_kind: str | None = None) -> list[dict]:
+        """Top-k chunks by cosine similarity (= 1 - cosine distance), with every record field."""
+        from weaviate.classes.query import MetadataQuery
+
+        if not self.exists():
+            return []
+        response = self.chunks.query.near_vector(
+            near_vector=_as_list(vector), limit=int(k), filters=_kind_filter(content_kind),
+            return_metadata=MetadataQuery(distance=True), return_properties=list(CHUNK_FIELDS))
+        return [dict(_record(obj.properties), similarity=1.0 - float(obj.metadata.distance))
+                for obj in response.objects]
+
+    def hybrid(self, query: str, vector, k: int, alpha: float = 0.5, content_kind: str | None = None) -> list[dict]:
+        """BM25 + vector fusion for exact names; "score" is the fused score, "similarity" the cosine."""
+        import numpy as np
+        from weaviate.classes.query import MetadataQuery
+
+        if not self.exists():
+            return []
+        query_vector = np.asarray(_as_list(vector), dtype=np.float64)
+        response = self.chunks.query.hybrid(
+            query=query, vector=_as_list(vector), alpha=float(alpha), limit=int(k),
+            query_properties=["heading_path^2", "text", "embed_text"],
+            filters=_kind_filter(content_kind), include_vector=True,
+            return_metadata=MetadataQuery(score=True), return_properties=list(CHUNK_FIELDS))
+        results = []
+        for obj in response.objects:
+            stored = obj.vector.get("default") if isinstance(obj.vector, dict) else obj.vector
+            if isinstance(stored, dict):  # a single unnamed vector may come keyed by any name
+                stored = next(iter(stored.values()), None)
+            stored = np.asarray(stored, dtype=np.float64)
+            cosine = float(stored @ query_vector / (np.linalg.norm(stored) * np.linalg.norm(query_vector) or 1.0))
+            results.append(dict(_record(obj.properties), score=float(obj.metadata.score or 0.0), similarity=cosine))
+        return results
+
+    def group_parts(self, group_id: str) -> list[dict]:
+        """Every part of a split section, ordered by part_index."""
+        from weaviate.classes.query import Filter
+
+        if not self.exists():
+            return []
+        response = self.chunks.query.fetch_objects(
+            filters=Filter.by_property("group_id").equal(group_id), limit=1000,
+            return_properties=list(CHUNK_FIELDS))
+        return sorted((_record(obj.properties) for obj in response.objects), key=lambda r: r["part_index"])
+
+    def ready(self) -> bool:
+        try:
+            return bool(self.client.is_ready()) and self.exists()
+        except Exception:
+            return False
+
+
+def _as_list(vector) -> list[float]:
+    return vector.tolist() if hasattr(vector, "tolist") else list(vector)
+
+
+def _kind_filter(content_kind: str | None):
+    if not content_kind:
+        return None
+    from weaviate.classes.query import Filter
+
+    return Filter.by_property("content_kind").equal(content_kind)
+
+
+def _record(properties: dict) -> dict:
+    record = {name: properties.get(name) for name in CHUNK_FIELDS}
+    for name in INT_FIELDS:
+        record[name] = int(record[name]) if record[name] is not None else 0
+    for name in ("heading_path", "images"):
+        record[name] = list(record[name] or [])  # Weaviate omits empty arrays
+    return record
+
+
+def _raise_batch_errors(result, what: str) -> None:
+    if result.has_errors:
+        first = next(iter(result.errors.values()))
+        raise StoreUnavailable(f"Weaviate rejected {len(result.errors)} {what}: {first.message}")
+
+
+# --- connecting ---------------------------------------------------------------------------
+
+def connect(settings):
+    """A weaviate-client v4 client for the configured (or locally managed) server."""
+    import weaviate
+    from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+
+    config = AdditionalConfig(timeout=Timeout(init=10, query=60, insert=180))
+    auth = Auth.api_key(settings.weaviate_api_key) if settings.weaviate_api_key else None
+    if settings.weaviate_url:
+        url = urlparse(settings.weaviate_url if "://" in settings.weaviate_url else f"http://{settings.weaviate_url}")
+        secure = url.scheme == "https"
+        host = url.hostname or "localhost"
+        port = url.port or (443 if secure else 8080)
+        grpc_port = settings.weaviate_grpc_port or 50051
+        try:
+            return weaviate.connect_to_custom(
+                http_host=host, http_port=port, http_secure=secure,
+                grpc_host=host, grpc_port=grpc_port, grpc_secure=secure,
+                auth_credentials=auth, additional_config=config)
+        except Exception as exc:
+            raise StoreUnavailable(
+                f"Cannot reach Weaviate at {settings.weaviate_url} (gRPC port {grpc_port}): {_short(exc)}. "
+                "Start it (e.g. `docker compose up -d weaviate`), fix FIELDGUIDE_WEAVIATE_URL / "
+                "FIELDGUIDE_WEAVIATE_GRPC_PORT, or unset FIELDGUIDE_WEAVIATE_URL to let fieldguide run "
+                "a local server.") from exc
+
+    from fieldguide import weaviate_server
+
+    state = weaviate_server.start(settings)
+    try:
+        return weaviate.connect_to_local(
+            host=weaviate_server.HOST, port=state.get("http_port", settings.local_http_port),
+            grpc_port=state.get("grpc_port", settings.local_grpc_port),
+            auth_credentials=auth, additional_config=config)
+    except Exception as exc:
+        raise StoreUnavailable(
+            f"The local Weaviate server did not answer ({_short(exc)}). Try `fieldguide weaviate stop` "
+            f"then `fieldguide weaviate start`, or set FIELDGUIDE_WEAVIATE_URL.") from exc
+
+
+def _short(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] + ("..." if len(text) > 300 else "")
+
+
+@contextlib.contextmanager
+def open_store(settings=None, collection: str | None = None) -> Iterator[ChunkStore]:
+    """Yield a ChunkStore over a connected client; the client is closed on exit."""
+    if settings is None:
+        from fieldguide.settings import get_settings
+
+        settings = get_settings()
+    client = connect(settings)
+    try:
+        yield ChunkStore(client, collection or settings.collection)
+    finally:
+        client.close()

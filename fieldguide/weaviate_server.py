@@ -1,0 +1,395 @@
+"""A local Weaviate server that fieldguide finds, builds, starts and stops itself.
+
+When `FIELDGUIDE_WEAVIATE_URL` is unset, fieldguide runs Weaviate on loopback as a detached
+process with its data in `<data_dir>/weaviate`. The server outlives the command that started
+it, so every fieldguide process on the machine (ingest, serve, ask, tests) shares one server
+instead of paying the start-up each time. A lock file makes two processes starting at the
+same moment end up with one server; a pid file lets `fieldguide weaviate stop` find it.
+
+The binary is searched in this order: `FIELDGUIDE_WEAVIATE_BINARY`, `<data_dir>/bin`,
+`$GOBIN` / `$(go env GOPATH)/bin`, `PATH`. Without one, `fieldguide weaviate build` compiles it
+with `go install`; without Go, weaviate-client's embedded-mode download fetches the release
+binary (needs internet).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from fieldguide.errors import StoreUnavailable
+
+WEAVIATE_VERSION = "1.39.0"
+GO_PACKAGE = "github.com/weaviate/weaviate/cmd/weaviate-server"
+BINARY_NAME = "weaviate-server"
+HOST = "127.0.0.1"
+READY_TIMEOUT_SECONDS = 90.0
+
+WHAT_TO_DO = (
+    "Either point fieldguide at a running Weaviate with FIELDGUIDE_WEAVIATE_URL "
+    "(for example `docker compose up -d weaviate`, then FIELDGUIDE_WEAVIATE_URL=http://localhost:8080), "
+    "or build the local server once with `fieldguide weaviate build` (needs Go: https://go.dev/dl/)."
+)
+
+
+@dataclass
+class ServerPaths:
+    root: Path
+
+    @property
+    def persistence(self) -> Path:
+        return self.root / "weaviate"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "weaviate-server.log"
+
+    @property
+    def state(self) -> Path:
+        # pid and every port of the running server
+        return self.root / "weaviate-server.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "weaviate-server.lock"
+
+
+# --- finding and building the binary ------------------------------------------------------
+
+def _go_bin_dirs() -> list[Path]:
+    dirs: list[Path] = []
+    if os.environ.get("GOBIN"):
+        dirs.append(Path(os.environ["GOBIN"]))
+    go = shutil.which("go")
+    if go:
+        try:
+            out = subprocess.run([go, "env", "GOBIN", "GOPATH"], capture_output=True, text=True, timeout=30)
+            gobin, gopath = (out.stdout.splitlines() + ["", ""])[:2]
+            if gobin.strip():
+                dirs.append(Path(gobin.strip()))
+            for entry in gopath.strip().split(os.pathsep):
+                if entry:
+                    dirs.append(Path(entry) / "bin")
+        except (OSError, subprocess.SubprocessError):
+            pass
+    if os.environ.get("GOPATH"):
+        dirs.extend(Path(p) / "bin" for p in os.environ["GOPATH"].split(os.pathsep) if p)
+    dirs.append(Path.home() / "go" / "bin")  # go's default GOPATH
+    return dirs
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_binary(settings) -> Path | None:
+    """The weaviate-server binary to run, or None."""
+    if settings.weaviate_binary:
+        path = Path(settings.weaviate_binary).expanduser()
+        if not _is_executable(path):
+            raise StoreUnavailable(f"FIELDGUIDE_WEAVIATE_BINARY={path} is not an executable file.")
+        return path
+    candidates = [ServerPaths(Path(settings.data_dir)).bin_dir / BINARY_NAME]
+    candidates += [d / BINARY_NAME for d in _go_bin_dirs()]
+    for path in candidates:
+        if _is_executable(path):
+            return path
+    on_path = shutil.which(BINARY_NAME)
+    return Path(on_path) if on_path else None
+
+
+def build_binary(settings, force: bool = False, log=print) -> Path:
+    """Put a weaviate-server binary into `<data_dir>/bin`: copy a Go-built one or `go install` it."""
+    paths = ServerPaths(Path(settings.data_dir))
+    target = paths.bin_dir / BINARY_NAME
+    paths.bin_dir.mkdir(parents=True, exist_ok=True)
+    if _is_executable(target) and not force:
+        log(f"already built: {target}")
+        return target
+    if not force:
+        for directory in _go_bin_dirs():
+            built = directory / BINARY_NAME
+            if _is_executable(built):
+                log(f"copying {built} -> {target}")
+                shutil.copy2(built, target)
+                return target
+    go = shutil.which("go")
+    if not go:
+        return download_binary(settings, log=log)
+    log(f"go install {GO_PACKAGE}@v{WEAVIATE_VERSION} (a few minutes the first time)")
+    env = dict(os.environ, GOBIN=str(paths.bin_dir), CGO_ENABLED=os.environ.get("CGO_ENABLED", "0"))
+    result = subprocess.run([go, "install", f"{GO_PACKAGE}@v{WEAVIATE_VERSION}"], env=env)
+    if result.returncode != 0 or not _is_executable(target):
+        raise StoreUnavailable(f"`go install {GO_PACKAGE}@v{WEAVIATE_VERSION}` failed (see its output above).")
+    return target
+
+
+def download_binary(settings, log=print) -> Path:
+    """Fetch the release binary the way weaviate-client's embedded mode does (needs internet)."""
+    paths = ServerPaths(Path(settings.data_dir))
+    target = paths.bin_dir / BINARY_NAME
+    paths.bin_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        from weaviate.embedded import EmbeddedOptions, EmbeddedV4
+
+        options = EmbeddedOptions(
+            binary_path=str(paths.bin_dir / "embedded"),
+            persistence_data_path=str(paths.persistence),
+            version=WEAVIATE_VERSION,
+        )
+        log(f"downloading Weaviate {WEAVIATE_VERSION} release binary")
+        embedded = EmbeddedV4(options)
+        embedded.ensure_weaviate_binary_exists()
+        downloaded = Path(embedded._weaviate_binary_path)
+    except Exception as exc:  # no network, unsupported platform, ...
+        raise StoreUnavailable(f"No weaviate-server binary and the download failed ({exc}). {WHAT_TO_DO}") from exc
+    shutil.copy2(downloaded, target)
+    target.chmod(0o755)
+    return target
+
+
+# --- process management ---------------------------------------------------------------------
+
+def is_ready(port: int, host: str = HOST, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/v1/.well-known/ready", timeout=timeout) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _port_in_use(port: int, host: str = HOST) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _consecutive_free_ports() -> int:
+    """A port p such that p and p + 1 are both free (Weaviate wants gossip/data and raft/rpc pairs)."""
+    for _ in range(200):
+        with contextlib.ExitStack() as held:
+            first = held.enter_context(socket.socket())
+            first.bind(("", 0))
+            port = int(first.getsockname()[1])
+            second = held.enter_context(socket.socket())
+            try:
+                second.bind(("", port + 1))
+            except OSError:
+                continue
+            return port
+    raise StoreUnavailable("Could not find free local ports for Weaviate.")
+
+
+def _read_state(paths: ServerPaths) -> dict:
+    try:
+        return json.loads(paths.state.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie (our own child, not yet reaped) counts as gone
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+@contextlib.contextmanager
+def _locked(paths: ServerPaths):
+    paths.root.mkdir(parents=True, exist_ok=True)
+    with open(paths.lock, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _server_env(paths: ServerPaths, http_port: int, grpc_port: int, state: dict) -> dict:
+    env = dict(os.environ)
+    env.update({
+        "PERSISTENCE_DATA_PATH": str(paths.persistence),
+        "DEFAULT_VECTORIZER_MODULE": "none",
+        "ENABLE_MODULES": "",
+        "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
+        "DISABLE_TELEMETRY": "true",
+        "QUERY_DEFAULTS_LIMIT": "25",
+        "GRPC_PORT": str(grpc_port),
+        # a one-node cluster on loopback; every internal port explicit so none collides
+        "CLUSTER_HOSTNAME": "node1",
+        "CLUSTER_IN_LOCALHOST": "true",
+        "CLUSTER_GOSSIP_BIND_PORT": str(state["gossip_port"]),
+        "CLUSTER_DATA_BIND_PORT": str(state["gossip_port"] + 1),
+        "RAFT_PORT": str(state["raft_port"]),
+        "RAFT_INTERNAL_RPC_PORT": str(state["raft_port"] + 1),
+        "RAFT_BOOTSTRAP_EXPECT": "1",
+        "RAFT_JOIN": f"node1:{state['raft_port']}",
+        "PROFILING_PORT": str(state["profiling_port"]),
+    })
+    return env
+
+
+def start(settings, http_port: int | None = None, grpc_port: int | None = None,
+          timeout: float = READY_TIMEOUT_SECONDS, log=None) -> dict:
+    """Make sure a local server answers on the configured ports; start one if needed.
+
+    Returns the server state (pid, ports, binary). Safe to call from many processes at once.
+    """
+    http_port = http_port or settings.local_http_port
+    grpc_port = grpc_port or settings.local_grpc_port
+    paths = ServerPaths(Path(settings.data_dir))
+    if is_ready(http_port):
+        return _read_state(paths) or {"http_port": http_port, "grpc_port": grpc_port}
+    with _locked(paths):
+        state = _read_state(paths)
+        # another process may have started it while we waited for the lock
+        if state.get("http_port") == http_port and _pid_alive(state.get("pid")):
+            if _wait_ready(http_port, state["pid"], timeout):
+                return state
+        if is_ready(http_port):
+            return state or {"http_port": http_port, "grpc_port": grpc_port}
+        if _port_in_use(http_port):
+            raise StoreUnavailable(
+                f"Port {http_port} is taken by something that is not a ready Weaviate. Free it, or choose "
+                f"another with FIELDGUIDE_LOCAL_HTTP_PORT. {WHAT_TO_DO}")
+        binary = find_binary(settings)
+        if binary is None:
+            if shutil.which("go"):
+                raise StoreUnavailable(
+                    "No weaviate-server binary found. Build it once with `fieldguide weaviate build` "
+                    "(or set FIELDGUIDE_WEAVIATE_URL to an external Weaviate).")
+            binary = download_binary(settings, log=log or (lambda _msg: None))
+        paths.persistence.mkdir(parents=True, exist_ok=True)
+        state = {
+            "http_port": http_port,
+            "grpc_port": grpc_port,
+            "gossip_port": _consecutive_free_ports(),
+            "raft_port": _consecutive_free_ports(),
+            "profiling_port": free_port(),
+            "binary": str(binary),
+        }
+        with open(paths.log, "ab") as log_file:
+            process = subprocess.Popen(
+                [str(binary), "--host", HOST, "--port", str(http_port), "--scheme", "http",
+                 "--read-timeout=600s", "--write-timeout=600s"],
+                env=_server_env(paths, http_port, grpc_port, state),
+                stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                cwd=str(paths.root), start_new_session=True,  # detached: outlives this process
+            )
+        state["pid"] = process.pid
+        paths.state.write_text(json.dumps(state))
+        if not _wait_ready(http_port, process.pid, timeout):
+            alive = process.poll() is None
+            if alive:
+                _terminate(process.pid)
+            raise StoreUnavailable(
+                f"The local Weaviate server ({binary}) did not become ready on port {http_port} "
+                f"({'timed out' if alive else 'it exited'}); see {paths.log}:\n{_tail(paths.log)}")
+        return state
+
+
+def _wait_ready(port: int, pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if is_ready(port):
+            return True
+        if not _pid_alive(pid):
+            return False
+        time.sleep(0.25)
+    return False
+
+
+def _terminate(pid: int, timeout: float = 20.0) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _pid_alive(pid):
+        _reap(pid)
+        time.sleep(0.1)
+    if _pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _looks_like_weaviate(pid: int) -> bool:
+    try:
+        return "weaviate" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return True  # no /proc (macOS): trust the pid file
+
+
+def stop(settings) -> bool:
+    """Stop the server recorded in the pid file. True when one was stopped."""
+    paths = ServerPaths(Path(settings.data_dir))
+    with _locked(paths):
+        state = _read_state(paths)
+        pid = state.get("pid")
+        stopped = False
+        if _pid_alive(pid) and _looks_like_weaviate(pid):
+            _terminate(pid)
+            stopped = True
+        with contextlib.suppress(FileNotFoundError):
+            paths.state.unlink()
+        return stopped
+
+
+def status(settings) -> dict:
+    paths = ServerPaths(Path(settings.data_dir))
+    state = _read_state(paths)
+    port = state.get("http_port") or settings.local_http_port
+    binary = None
+    with contextlib.suppress(StoreUnavailable):
+        binary = find_binary(settings)
+    return {
+        "external_url": settings.weaviate_url,
+        "http_port": port,
+        "grpc_port": state.get("grpc_port") or settings.local_grpc_port,
+        "pid": state.get("pid") if _pid_alive(state.get("pid")) else None,
+        "ready": is_ready(port),
+        "binary": str(binary) if binary else None,
+        "data": str(paths.persistence),
+        "log": str(paths.log),
+    }

@@ -1,0 +1,6 @@
+"""The query pipeline as a LangGraph state machine: typed state, options, wiring.
+
+`graph.graph` holds the module-level compiled graph (what `langgraph.json` points at).
+This package file imports nothing, so nodes can import `graph.state` and
+`graph.options` without pulling in the wiring.
+"""

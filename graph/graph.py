@@ -1,0 +1,53 @@
+"""The wiring of the query graph, in one place.
+
+    route → embed → search → threshold → rerank → cap → reassemble → prompt → generate
+
+`route` runs first because it is instant (rules over the question) and steers which
+chunks `search` favours. `graph` is compiled without a checkpointer (LangGraph Studio
+and `langgraph dev` bring their own); the service calls `build_graph(MemorySaver())`
+and keys conversations by `thread_id`. `build_retrieval_graph()` stops after
+`reassemble`: what `fieldguide retrieve` runs (no generation).
+"""
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from graph.state import InputState, OutputState, QueryState
+from nodes.cap import cap
+from nodes.embed import embed
+from nodes.generate import generate
+from nodes.prompt import prompt
+from nodes.reassemble import reassemble
+from nodes.rerank import rerank
+from nodes.route import route
+from nodes.search import search
+from nodes.threshold import threshold
+
+RETRIEVAL_STEPS = [("route", route), ("embed", embed), ("search", search), ("threshold", threshold),
+                   ("rerank", rerank), ("cap", cap), ("reassemble", reassemble)]
+ANSWER_STEPS = [("prompt", prompt), ("generate", generate)]
+
+
+def _build(steps, checkpointer=None, name: str = "fieldguide"):
+    builder = StateGraph(QueryState, input_schema=InputState, output_schema=OutputState)
+    for step, node in steps:
+        builder.add_node(step, node)
+    names = [step for step, _ in steps]
+    builder.add_edge(START, names[0])
+    for a, b in zip(names, names[1:]):
+        builder.add_edge(a, b)
+    builder.add_edge(names[-1], END)
+    return builder.compile(checkpointer=checkpointer, name=name)
+
+
+def build_graph(checkpointer=None):
+    """The whole pipeline, question to streamed answer."""
+    return _build(RETRIEVAL_STEPS + ANSWER_STEPS, checkpointer, "fieldguide")
+
+
+def build_retrieval_graph():
+    """Question to final context, no prompt and no generation."""
+    return _build(RETRIEVAL_STEPS, None, "fieldguide-retrieval")
+
+
+graph = build_graph()

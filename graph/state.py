@@ -1,0 +1,87 @@
+"""Typed state of the query graph.
+
+`InputState` is what a caller hands in (a question, optionally the conversation it
+belongs to); `QueryState` is everything the nodes read and write on the way to an
+answer. Candidates are plain dicts: a chunk record (see `ingest.chunk.RECORD_FIELDS`)
+plus the scores the pipeline adds (`similarity`, `rerank_score`).
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import NotRequired, TypedDict
+
+Candidate = dict[str, Any]
+"""A chunk record plus `similarity` (1 - cosine distance) and, after rerank, `rerank_score`."""
+
+
+class ContextBlock(TypedDict):
+    """One block of the final context, exactly as the generator reads it."""
+
+    chunk_id: str
+    group_id: str
+    part_index: int
+    part_count: int
+    source: str
+    heading_path: list[str]
+    chunk_type: str
+    content_kind: str
+    text: str
+    similarity: float | None
+    rerank_score: float | None
+    images: list[str]
+
+
+class SectionGap(TypedDict):
+    """Parts of a split section left out because the context budget ran out."""
+
+    group_id: str
+    missing_parts: list[int]
+    part_count: int
+
+
+class InputState(TypedDict):
+    question: str
+    conversation_id: NotRequired[str | None]
+
+
+class OutputState(TypedDict):
+    question: str
+    intent: str
+    abstain: bool
+    answer: str
+    context: list[ContextBlock]
+    nearest: list[Candidate]
+    stages: dict[str, list[str]]
+    timings_ms: dict[str, float]
+
+
+class QueryState(TypedDict):
+    # --- input ------------------------------------------------------------------
+    question: str
+    conversation_id: NotRequired[str | None]
+    # --- the conversation so far (kept across turns by the checkpointer) -----------
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+    # --- route --------------------------------------------------------------------
+    intent: NotRequired[str]  # "screen" | "conceptual" | "ambiguous"
+    intent_confidence: NotRequired[float]
+    intent_reason: NotRequired[str]
+    # --- embed / search / filters ---------------------------------------------------
+    query_vector: NotRequired[list[float]]
+    search_results: NotRequired[list[Candidate]]
+    threshold_results: NotRequired[list[Candidate]]
+    rerank_results: NotRequired[list[Candidate]]
+    cap_results: NotRequired[list[Candidate]]
+    # --- reassemble -------------------------------------------------------------------
+    context: NotRequired[list[ContextBlock]]
+    gaps: NotRequired[list[SectionGap]]
+    # --- prompt / generate ---------------------------------------------------------------
+    prompt_messages: NotRequired[list[AnyMessage]]
+    abstain: NotRequired[bool]
+    nearest: NotRequired[list[Candidate]]  # closest sections, named when abstaining
+    answer: NotRequired[str]
+    # --- bookkeeping: chunk ids per stage and milliseconds per node (this turn only) ---
+    stages: NotRequired[dict[str, list[str]]]
+    timings_ms: NotRequired[dict[str, float]]

@@ -1,0 +1,1 @@
+"""Ingestion: Markdown → heading tree → hierarchical chunks → token-safe parts → store."""

@@ -1,0 +1,69 @@
+"""The chunk: the unit that is embedded, stored, retrieved and shown."""
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+
+CHUNKER_VERSION = "1"
+
+# Field order of the public record (`fieldguide chunks`, the store, result lines).
+RECORD_FIELDS = (
+    "chunk_id", "group_id", "part_index", "part_count", "chunk_type", "content_kind", "source",
+    "line_start", "line_end", "heading_path", "text", "embed_text", "token_count", "images",
+)
+CHUNK_TYPES = ("section", "subsection", "merged", "note")
+CONTENT_KINDS = ("screen", "prose")
+
+# Fixed namespace so the Weaviate object UUID of a chunk id is the same everywhere.
+CHUNK_NAMESPACE = uuid.UUID("7b1d2c9e-3f4a-5b6c-8d7e-9f0a1b2c3d4e")
+
+
+@dataclass
+class Chunk:
+    chunk_id: str
+    group_id: str
+    part_index: int
+    part_count: int
+    chunk_type: str
+    content_kind: str
+    source: str
+    line_start: int
+    line_end: int
+    heading_path: list[str]
+    text: str
+    embed_text: str
+    token_count: int
+    images: list[str] = field(default_factory=list)
+    # Why content_kind was decided as it was: debugging aid, not part of the record.
+    content_kind_reason: str = ""
+
+    def to_record(self) -> dict:
+        record = {name: getattr(self, name) for name in RECORD_FIELDS}
+        record["heading_path"] = list(self.heading_path)
+        record["images"] = list(self.images)
+        return record
+
+    @property
+    def uuid(self) -> str:
+        return chunk_uuid(self.chunk_id)
+
+
+def chunk_uuid(chunk_id: str) -> str:
+    return str(uuid.uuid5(CHUNK_NAMESPACE, chunk_id))
+
+
+def make_group_id(source: str, heading_path: list[str], occurrence: int) -> str:
+    """Stable id of a hierarchical chunk: source path + heading path + occurrence.
+
+    Only the chunk's position in the heading tree goes in, never its text, so editing one
+    section leaves every other section's id as it was. `occurrence` tells apart sections
+    of one file that share a heading path (and the notes of a file).
+    """
+    key = "\x1f".join([source, *heading_path, f"#{occurrence}"])
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:20]
+
+
+def make_part_id(group_id: str, part_index: int, part_count: int) -> str:
+    """A part's id: the group id itself when the chunk was not split."""
+    return group_id if part_count == 1 else f"{group_id}-p{part_index}"

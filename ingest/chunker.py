@@ -1,0 +1,222 @@
+"""Markdown file → chunks: parse, hierarchical pass, token-safe pass, metadata.
+
+Small passes, each in its own module: `markdown` (decode, front matter, parse),
+`hierarchy` (heading tree → whole-thought chunks), `split` (parts that fit the embedding
+model), `kind` (screen or prose). The embedded text (breadcrumb + text + part label) is
+kept apart from the stored text, which is the Markdown as written.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingest.chunk import Chunk, make_group_id, make_part_id
+from ingest.hierarchy import HierarchicalChunk, hierarchical_chunks
+from ingest.kind import decide_content_kind
+from ingest.markdown import ParsedDocument, decode_markdown, parse_markdown
+from ingest.split import Splitter
+from ingest.tokens import get_counter
+
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+BREADCRUMB_SEPARATOR = " > "
+# Room kept for the part label ("(part 12 of 15)") when budgeting a part's text.
+PART_LABEL_RESERVE = 10
+# Below this many tokens of room for text, the breadcrumb is shortened instead.
+MIN_TEXT_BUDGET = 64
+
+_MD_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)")
+_HTML_IMAGE = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+
+
+@dataclass
+class ChunkedFile:
+    source: str
+    sha256: str
+    chunks: list[Chunk] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def file_sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def iter_markdown_files(docs_dir: Path) -> list[Path]:
+    docs_dir = Path(docs_dir)
+    return sorted(p for p in docs_dir.rglob("*")
+                  if p.suffix.lower() in MARKDOWN_SUFFIXES and p.is_file()
+                  and not any(part.startswith(".") for part in p.relative_to(docs_dir).parts))
+
+
+def find_images(text: str) -> list[str]:
+    found = [(m.start(), m.group(1)) for m in _MD_IMAGE.finditer(text)]
+    found += [(m.start(), m.group(1)) for m in _HTML_IMAGE.finditer(text)]
+    seen: dict[str, None] = {}
+    for _, url in sorted(found):
+        seen.setdefault(url, None)
+    return list(seen)
+
+
+def part_label(index: int, count: int) -> str:
+    return f"(part {index} of {count})"
+
+
+class Chunker:
+    def __init__(self, settings=None, counter=None):
+        if settings is None:
+            from fieldguide.settings import get_settings
+
+            settings = get_settings()
+        self.settings = settings
+        self.counter = counter or get_counter(settings.embedding_model)
+        self.max_tokens = self.counter.max_tokens
+        self.limit = int(self.max_tokens * settings.token_limit_fraction)
+        self.splitter = Splitter(self.counter, settings.overlap_tokens)
+
+    # ------------------------------------------------------------------ files
+    def chunk_path(self, path: Path, docs_dir: Path) -> ChunkedFile:
+        source = Path(path).relative_to(docs_dir).as_posix()
+        return self.chunk_bytes(Path(path).read_bytes(), source)
+
+    def chunk_bytes(self, raw: bytes, source: str) -> ChunkedFile:
+        return self.chunk_many([(raw, source)])[0]
+
+    def chunk_many(self, files: list[tuple[bytes, str]]) -> list[ChunkedFile]:
+        """Chunks several files at once: their lines are tokenized in one parallel batch."""
+        docs = []
+        for raw, source in files:
+            text, warnings = decode_markdown(raw, source)
+            docs.append(parse_markdown(text, source, warnings))
+        filled = [(d, i) for d, doc in enumerate(docs)
+                  for i in range(doc.body_start, len(doc.lines)) if doc.lines[i].strip()]
+        counts = self.counter.count_pieces([docs[d].lines[i] for d, i in filled])
+        line_tokens = [[0] * len(doc.lines) for doc in docs]
+        for (d, i), tokens in zip(filled, counts):
+            line_tokens[d][i] = tokens
+        return [ChunkedFile(source, file_sha256(raw), self.chunk_document(doc, source, tokens), doc.warnings)
+                for (raw, source), doc, tokens in zip(files, docs, line_tokens)]
+
+    def chunk_text(self, text: str, source: str = "doc.md") -> list[Chunk]:
+        return self.chunk_bytes(text.encode("utf-8"), source).chunks
+
+    # --------------------------------------------------------------- document
+    def chunk_document(self, doc: ParsedDocument, source: str, line_tokens: list[int]) -> list[Chunk]:
+        """`line_tokens[i]`: tokens of line i. Every line is tokenized once; spans of whole
+        lines are sums of their lines' counts (see split.py)."""
+        settings = self.settings
+        prefix = [0]
+        for tokens in line_tokens:
+            prefix.append(prefix[-1] + tokens)
+
+        pieces = hierarchical_chunks(doc, prefix, settings.merge_max_tokens, settings.merge_child_max_tokens)
+        pieces = [p for p in (_trim(doc, p) for p in pieces) if p is not None]
+        has_h1 = any(h.level == 1 for h in doc.headings)
+        doc_title = doc.title if not has_h1 else None
+        crumb_lists = [([doc_title] if doc_title else []) + p.heading_path for p in pieces]
+        breadcrumbs = [BREADCRUMB_SEPARATOR.join(c) or source for c in crumb_lists]
+        unique = sorted(set(breadcrumbs))
+        breadcrumb_tokens = dict(zip(unique, self.counter.count_pieces(unique)))
+        occurrences: dict[tuple, int] = {}
+        chunks: list[Chunk] = []
+        for piece, breadcrumb in zip(pieces, breadcrumbs):
+            key = (piece.chunk_type == "note", *piece.heading_path)
+            occurrence = occurrences.get(key, 0)
+            occurrences[key] = occurrence + 1
+            group_id = make_group_id(source, piece.heading_path, occurrence)
+            text = "\n".join(doc.lines[piece.start:piece.end])
+            tokens = (self.counter.special_tokens + breadcrumb_tokens[breadcrumb]
+                      + prefix[piece.end] - prefix[piece.start])
+            kind, reason = decide_content_kind(text, piece.heading_path, doc.front_matter)
+            common = dict(group_id=group_id, chunk_type=piece.chunk_type, content_kind=kind, source=source,
+                          heading_path=list(piece.heading_path), content_kind_reason=reason)
+            if tokens <= self.limit:
+                chunks.append(Chunk(chunk_id=group_id, part_index=1, part_count=1, line_start=piece.start + 1,
+                                    line_end=piece.end, text=text, embed_text=f"{breadcrumb}\n\n{text}",
+                                    token_count=tokens, images=find_images(text), **common))
+            else:
+                chunks.extend(self._split(doc, piece, text, line_tokens[piece.start:piece.end], breadcrumb, common))
+        return chunks
+
+    def _split(self, doc: ParsedDocument, piece: HierarchicalChunk, text: str, line_tokens: list[int],
+               breadcrumb: str, common: dict) -> list[Chunk]:
+        breadcrumb = self._fitting_breadcrumb(breadcrumb)
+        blocks = [b for b in doc.blocks if b.end >= piece.start and b.start < piece.end]
+        fixed = self.counter.special_tokens + self.counter.count_pieces([breadcrumb])[0]
+        budget = self.limit - fixed - PART_LABEL_RESERVE
+        for _ in range(8):  # shrink the budget until every part fits (rarely more than once)
+            parts = self.splitter.split(text, line_tokens, blocks, piece.start, budget)
+            count = len(parts)
+            labels = [part_label(i, count) for i in range(1, count + 1)]
+            label_tokens = self.counter.count_pieces(labels)
+            embed_texts = [f"{breadcrumb}\n\n{p.text}\n\n{label}" for p, label in zip(parts, labels)]
+            counts = [fixed + p.tokens + n for p, n in zip(parts, label_tokens)]
+            inexact = [i for i, p in enumerate(parts) if p.approximate]
+            for i, exact in zip(inexact, self.counter.count_many([embed_texts[i] for i in inexact])):
+                counts[i] = exact
+            overflow = max(counts) - self.limit
+            if overflow <= 0:
+                break
+            budget -= max(overflow, 4)
+        else:  # pragma: no cover - would mean the splitter cannot make progress
+            raise RuntimeError(f"{common['source']}: cannot fit a part of {breadcrumb!r} under {self.limit} tokens")
+        group_id = common["group_id"]
+        line_offsets = _line_offsets(text)
+        chunks = []
+        for index, (part, embed_text, tokens) in enumerate(zip(parts, embed_texts, counts), 1):
+            chunks.append(Chunk(
+                chunk_id=make_part_id(group_id, index, count), part_index=index, part_count=count,
+                line_start=piece.start + 1 + _line_at(line_offsets, part.start),
+                line_end=piece.start + 1 + _line_at(line_offsets, max(part.end - 1, part.start)),
+                text=part.text, embed_text=embed_text, token_count=tokens, images=find_images(part.text),
+                **common))
+        return chunks
+
+    def _fitting_breadcrumb(self, breadcrumb: str) -> str:
+        """A breadcrumb so long that little room is left for text loses its top crumbs, then words."""
+        crumbs = breadcrumb.split(BREADCRUMB_SEPARATOR)
+        while self.limit - self.counter.count(BREADCRUMB_SEPARATOR.join(crumbs) + "\n\n") \
+                - PART_LABEL_RESERVE < MIN_TEXT_BUDGET:
+            if len(crumbs) > 1:
+                crumbs = crumbs[1:]
+                continue
+            words = crumbs[0].split()
+            if len(words) <= 1:
+                crumbs = [crumbs[0][:40]]
+                break
+            crumbs = [" ".join(words[: len(words) // 2])]
+        return BREADCRUMB_SEPARATOR.join(crumbs)
+
+
+def _trim(doc: ParsedDocument, piece: HierarchicalChunk) -> HierarchicalChunk | None:
+    """Drop blank lines at both ends; a range with nothing left is not a chunk."""
+    start, end = piece.start, piece.end
+    while start < end and not doc.lines[start].strip():
+        start += 1
+    while end > start and not doc.lines[end - 1].strip():
+        end -= 1
+    if start >= end:
+        return None
+    return HierarchicalChunk(piece.chunk_type, piece.heading_path, start, end)
+
+
+def _line_offsets(text: str) -> list[int]:
+    offsets = [0]
+    for line in text.split("\n")[:-1]:
+        offsets.append(offsets[-1] + len(line) + 1)
+    return offsets
+
+
+def _line_at(offsets: list[int], char: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(offsets, char) - 1
+
+
+def chunk_folder(docs_dir: Path, settings=None, batch_files: int = 64):
+    """Yields a ChunkedFile per readable Markdown file of `docs_dir`, in path order."""
+    chunker = Chunker(settings)
+    paths = iter_markdown_files(docs_dir)
+    for first in range(0, len(paths), batch_files):
+        batch = [(p.read_bytes(), p.relative_to(docs_dir).as_posix()) for p in paths[first:first + batch_files]]
+        yield from chunker.chunk_many(batch)

@@ -1,0 +1,192 @@
+"""Markdown source → a parsed document: lines, front matter, headings and top-level blocks.
+
+The CommonMark parser (markdown-it, Rust implementation) decides what is a heading, a code
+fence, a table or a list, so a `#` line inside a fence or indented code is never a heading.
+Everything here is expressed in 0-based line numbers of the *original file*, so chunks can
+point back at their source lines exactly.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+import yaml
+from markdown_it_pyrs import MarkdownIt
+
+_PARSER = MarkdownIt("commonmark").enable_many(["table", "strikethrough"])
+
+# Admonition openers, Docusaurus (`:::note`) and Python-Markdown/MkDocs (`!!! note`).
+_ADMONITION_FENCE = ":::"
+_ADMONITION_BANG = "!!!"
+
+
+@dataclass
+class Block:
+    """A top-level Markdown block: `kind` is the parser's node name (paragraph, table, ...)."""
+
+    kind: str
+    start: int  # first line (0-based, file coordinates)
+    end: int  # last line, inclusive
+    items: list[tuple[int, int]] = field(default_factory=list)  # list items: (first, last) lines
+
+
+@dataclass
+class Heading:
+    level: int
+    title: str  # as written, without markers and without an explicit `{#id}`
+    start: int  # heading line (first line of a setext heading)
+    end: int  # last line of the heading itself (setext underline)
+    anchor: str | None = None
+
+
+@dataclass
+class ParsedDocument:
+    lines: list[str]  # the whole file, newline-free, CRLF/BOM normalised
+    body_start: int  # first line after the front matter
+    front_matter: dict
+    headings: list[Heading]
+    blocks: list[Block]
+    warnings: list[str]
+
+    @property
+    def title(self) -> str | None:
+        value = self.front_matter.get("title")
+        return str(value).strip() if value not in (None, "") else None
+
+
+def decode_markdown(raw: bytes, source: str) -> tuple[str, list[str]]:
+    """Bytes → text: UTF-8 (BOM dropped); other bytes are replaced, with a warning, never a crash."""
+    warnings: list[str] = []
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        warnings.append(f"{source}: not valid UTF-8 (first bad byte at offset {exc.start}); "
+                        "undecodable bytes were replaced with U+FFFD")
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+        warnings.append(f"{source}: NUL bytes replaced with U+FFFD")
+    # CRLF and lone CR both end a line; normalising keeps line numbers true to the file.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, warnings
+
+
+def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> tuple[dict, int]:
+    if not lines or lines[0].rstrip() != "---":
+        return {}, 0
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() in ("---", "..."):
+            try:
+                data = yaml.safe_load("\n".join(lines[1:index])) or {}
+            except yaml.YAMLError as exc:
+                warnings.append(f"{source}: front matter is not valid YAML ({exc.__class__.__name__}); ignored")
+                data = {}
+            if not isinstance(data, dict):
+                warnings.append(f"{source}: front matter is not a mapping; ignored")
+                data = {}
+            return data, index + 1
+    return {}, 0  # an opening `---` with no closing line is a thematic break, not front matter
+
+
+def _heading_title(source_lines: list[str], setext: bool) -> tuple[str, str | None]:
+    if setext:
+        title = " ".join(line.strip() for line in source_lines[:-1])
+    else:
+        line = source_lines[0].strip().lstrip("#")
+        # a closing sequence of #s is only a closer when preceded by a space (CommonMark)
+        stripped = line.rstrip()
+        without_closer = stripped.rstrip("#")
+        if without_closer != stripped and (without_closer == "" or without_closer.endswith((" ", "\t"))):
+            stripped = without_closer
+        title = stripped.strip()
+    anchor = None
+    if title.endswith("}") and "{#" in title:
+        head, _, tail = title.rpartition("{#")
+        if tail[:-1] and " " not in tail[:-1]:
+            anchor, title = tail[:-1], head.rstrip()
+    return title, anchor
+
+
+def parse_markdown(text: str, source: str = "", warnings: list[str] | None = None) -> ParsedDocument:
+    warnings = list(warnings or [])
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line does not open another one
+    front_matter, body_start = _split_front_matter(lines, source, warnings)
+    body = "\n".join(lines[body_start:])
+    encoded = body.encode("utf-8")
+    # byte offset of every body line start, to map the parser's byte spans to lines
+    starts = [0]
+    position = 0
+    for line in lines[body_start:]:
+        position += len(line.encode("utf-8")) + 1
+        starts.append(position)
+
+    def line_of(offset: int) -> int:
+        return body_start + bisect.bisect_right(starts, offset) - 1
+
+    headings: list[Heading] = []
+    blocks: list[Block] = []
+    if body.strip():
+        tree = _PARSER.tree(body)
+        for node in tree.children:
+            if node.srcmap is None:
+                continue
+            begin, finish = node.srcmap
+            if finish <= begin:
+                continue
+            # the parser's span can end on the newline itself: step back onto real text
+            last = finish - 1
+            while last > begin and encoded[last:last + 1] == b"\n":
+                last -= 1
+            first_line, last_line = line_of(begin), line_of(last)
+            if node.name in ("heading", "lheading"):
+                setext = node.name == "lheading"
+                title, anchor = _heading_title(lines[first_line:last_line + 1], setext)
+                headings.append(Heading(int(node.meta.get("level", 1)), title, first_line, last_line, anchor))
+            block = Block(node.name, first_line, last_line)
+            if node.name in ("bullet_list", "ordered_list"):
+                for item in node.children:
+                    if item.srcmap:
+                        item_last = item.srcmap[1] - 1
+                        while item_last > item.srcmap[0] and encoded[item_last:item_last + 1] == b"\n":
+                            item_last -= 1
+                        block.items.append((line_of(item.srcmap[0]), line_of(item_last)))
+            blocks.append(block)
+    blocks = _group_admonitions(blocks, lines)
+    return ParsedDocument(lines, body_start, front_matter, headings, blocks, warnings)
+
+
+def _group_admonitions(blocks: list[Block], lines: list[str]) -> list[Block]:
+    """Fold the blocks of one admonition into a single block, so splitting never cuts inside it.
+
+    CommonMark has no admonitions: `:::note … :::` arrives as paragraphs (and whatever is
+    inside), `!!! note` as a paragraph followed by indented code. Headings are never folded.
+    """
+    grouped: list[Block] = []
+    index = 0
+    while index < len(blocks):
+        block = blocks[index]
+        opener = lines[block.start].lstrip()
+        if block.kind == "paragraph" and opener.startswith(_ADMONITION_FENCE) and opener.rstrip() != _ADMONITION_FENCE:
+            last = index
+            closed = lines[block.end].strip() == _ADMONITION_FENCE and block.end > block.start
+            while not closed and last + 1 < len(blocks) and blocks[last + 1].kind not in ("heading", "lheading"):
+                last += 1
+                closed = lines[blocks[last].end].strip() == _ADMONITION_FENCE
+            if closed:
+                grouped.append(Block("admonition", block.start, blocks[last].end))
+                index = last + 1
+                continue
+        if block.kind == "paragraph" and opener.startswith(_ADMONITION_BANG):
+            last = index
+            while last + 1 < len(blocks) and blocks[last + 1].kind == "code_block":
+                last += 1
+            grouped.append(Block("admonition", block.start, blocks[last].end))
+            index = last + 1
+            continue
+        grouped.append(block)
+        index += 1
+    return grouped

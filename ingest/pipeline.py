@@ -1,0 +1,220 @@
+"""Incremental ingestion: a docs folder -> chunks -> vectors -> the store.
+
+Each file is identified by its path relative to the docs root and fingerprinted by the
+sha256 of its raw bytes. A run compares the folder with the file records in the store:
+
+* unchanged files are skipped without chunking or embedding anything;
+* added and changed files are chunked, embedded in batches and upserted (object UUID =
+  uuid5 of the chunk id, so a re-run overwrites instead of duplicating); then the file's
+  chunks that the new version no longer has are deleted and its record updated. The record
+  is written last, so an interrupted run simply redoes that file next time;
+* files gone from the folder have their chunks and record deleted.
+
+When nothing changed, the embedding model is never loaded: an unchanged re-run costs a
+directory walk, the hashes and one query.
+"""
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from fieldguide.errors import FieldguideError
+
+# Texts per embed+insert round: large enough that length-sorted batches pad little,
+# small enough that the progress bar moves and memory stays flat.
+TEXTS_PER_ROUND = 512
+
+
+@dataclass
+class IngestSummary:
+    files_seen: int = 0
+    files_skipped: int = 0
+    files_changed: int = 0
+    files_added: int = 0
+    files_deleted: int = 0
+    chunks_written: int = 0
+    chunks_deleted: int = 0
+    texts_embedded: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _PendingFile:
+    source: str
+    sha256: str
+    chunk_uuids: list[str]
+    remaining: int
+    replaces: bool  # the store holds an older version of this file
+
+
+def release_memory() -> None:
+    """Hand freed batch memory back to the OS (glibc keeps freed arenas otherwise)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc
+
+
+def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: bool = True,
+                  store=None, embeddings=None, log=None) -> IngestSummary:
+    """Bring the store's collection in line with `docs_dir`. Returns the run's counts.
+
+    `store` (a ChunkStore) and `embeddings` may be passed in (tests, long-lived services);
+    otherwise they are opened here.
+    """
+    if store is None:
+        from fieldguide.store import open_store
+
+        with open_store(settings) as opened:
+            return ingest_folder(docs_dir, settings, reindex=reindex, progress=progress,
+                                 store=opened, embeddings=embeddings, log=log)
+
+    from ingest.chunk import CHUNKER_VERSION
+    from ingest.chunker import file_sha256, iter_markdown_files
+
+    from fieldguide.embedding import embedding_model_id
+
+    log = log or (lambda message: print(message, file=sys.stderr))
+    started = time.perf_counter()
+    docs_dir = Path(docs_dir)
+    if not docs_dir.is_dir():
+        raise FieldguideError(f"{docs_dir} is not a directory.")
+    summary = IngestSummary()
+
+    model_id = embedding_model_id(settings)
+    if reindex:
+        store.drop()
+        manifest = None
+    else:
+        manifest = store.check_manifest(model_id)  # ModelMismatch names --reindex
+    known = store.file_records() if manifest else {}
+    same_chunker = bool(manifest) and manifest.get("chunker_version") == CHUNKER_VERSION
+
+    # 1. what changed: hash the raw bytes of every file
+    to_chunk: list[tuple[str, bytes, str]] = []
+    seen: set[str] = set()
+    changed: set[str] = set()
+    for path in iter_markdown_files(docs_dir):
+        source = path.relative_to(docs_dir).as_posix()
+        raw = path.read_bytes()
+        sha = file_sha256(raw)
+        seen.add(source)
+        summary.files_seen += 1
+        record = known.get(source)
+        if record is None:
+            summary.files_added += 1
+        elif record["sha256"] == sha and same_chunker:
+            summary.files_skipped += 1
+            continue
+        else:
+            summary.files_changed += 1
+            summary.chunks_deleted += record["chunk_count"]
+            changed.add(source)
+        to_chunk.append((source, raw, sha))
+    gone = sorted(set(known) - seen)
+
+    # 2. files gone from the folder
+    for source in gone:
+        summary.chunks_deleted += store.delete_source(source)
+        summary.files_deleted += 1
+    store.delete_files(gone)
+
+    if to_chunk or not manifest:
+        summary = _write_files(to_chunk, changed, settings, store, embeddings, summary, manifest,
+                               model_id, progress, log)
+    summary.seconds = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def _write_files(to_chunk, changed, settings, store, embeddings, summary, manifest, model_id, progress, log):
+    from ingest.chunk import CHUNKER_VERSION
+    from ingest.chunker import Chunker
+
+    from fieldguide.embedding import embedding_dimension, load_embeddings
+    from fieldguide.store import mismatch_message
+
+    # 3. chunk every added/changed file (fast, no model needed)
+    chunker = Chunker(settings)
+    pending: dict[str, _PendingFile] = {}
+    chunks = []
+    for source, raw, sha in to_chunk:
+        chunked = chunker.chunk_bytes(raw, source)
+        for warning in chunked.warnings:
+            log(f"warning: {source}: {warning}")
+        pending[source] = _PendingFile(source, sha, [c.uuid for c in chunked.chunks], len(chunked.chunks),
+                                       replaces=source in changed)
+        chunks.extend(chunked.chunks)
+    del to_chunk
+
+    embeddings = embeddings or load_embeddings(settings)
+    dimension = embedding_dimension(embeddings)
+    store.ensure_collections()
+    if manifest is None:
+        store.set_manifest(model_id, dimension, CHUNKER_VERSION)
+    elif int(manifest.get("dimension") or dimension) != dimension:
+        raise FieldguideError(mismatch_message(store.name, f"{manifest['embedding_model']} "
+                                               f"(dimension {manifest['dimension']})", model_id))
+    elif manifest.get("chunker_version") != CHUNKER_VERSION:
+        store.set_manifest(model_id, dimension, CHUNKER_VERSION)
+
+    # files with no chunks at all (empty pages) are done already
+    _finish_files([p for p in pending.values() if p.remaining == 0], store)
+
+    # 4. embed and insert, longest texts first so each model batch pads little
+    chunks.sort(key=lambda c: -c.token_count)
+    bar = _progress_bar(len(chunks), len(pending), enabled=progress)
+    files_done = sum(1 for p in pending.values() if p.remaining == 0)
+    try:
+        for start in range(0, len(chunks), TEXTS_PER_ROUND):
+            batch = chunks[start:start + TEXTS_PER_ROUND]
+            vectors = embeddings.embed_documents([c.embed_text for c in batch])
+            store.insert_chunks([c.to_record() for c in batch], vectors)
+            summary.texts_embedded += len(batch)
+            summary.chunks_written += len(batch)
+            finished = []
+            for chunk in batch:
+                entry = pending[chunk.source]
+                entry.remaining -= 1
+                if entry.remaining == 0:
+                    finished.append(entry)
+            _finish_files(finished, store)
+            files_done += len(finished)
+            # drop this round's texts and vectors before the next one
+            for index in range(start, min(start + TEXTS_PER_ROUND, len(chunks))):
+                chunks[index] = None
+            del batch, vectors, finished
+            release_memory()
+            if bar is not None:
+                bar.update(min(TEXTS_PER_ROUND, len(chunks) - start))
+                bar.set_postfix_str(f"files {files_done}/{len(pending)}")
+    finally:
+        if bar is not None:
+            bar.close()
+    return summary
+
+
+def _finish_files(finished, store) -> None:
+    """Delete chunks an older version had and this one has not, then record the file as done."""
+    for entry in finished:
+        if entry.replaces:
+            store.delete_source(entry.source, keep_uuids=entry.chunk_uuids)
+    store.set_files([(e.source, e.sha256, len(e.chunk_uuids)) for e in finished])
+
+
+def _progress_bar(total_chunks: int, total_files: int, enabled: bool):
+    if not enabled or total_chunks == 0:
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total_chunks, unit="chunk", desc="embedding", file=sys.stderr, dynamic_ncols=True,
+               mininterval=0.5)
+    bar.set_postfix_str(f"files 0/{total_files}")
+    return bar

@@ -1,0 +1,1 @@
+"""One module per query step. Each node is a small function `(state, config) -> partial update`."""

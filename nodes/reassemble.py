@@ -1,0 +1,124 @@
+"""reassemble: put split sections back together, in order, within a token budget.
+
+A chunk that is one part of a split section ("part 2 of 3") is never handed to the
+generator alone: every sibling part is fetched (`store.group_parts`) and the parts are
+laid out in order. Budget (`context_token_budget`, in the embedding tokenizer's tokens
+as stored in `token_count`) is spent in two passes:
+
+1. the ranked chunks themselves, best first (the first always, so there is context);
+2. their siblings, section by section in rank order, nearest part to a hit first.
+
+Parts that do not fit are recorded in `gaps`, and the prompt marks the gap. Parts
+overlap their neighbour slightly at ingest; when two neighbours are both kept, the
+repeated words are trimmed from the later one. Blocks come out grouped by section
+(sections in rank order), parts in `part_index` order, no chunk twice.
+"""
+from __future__ import annotations
+
+from langchain_core.runnables import RunnableConfig
+
+from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+
+BLOCK_FIELDS = ("chunk_id", "group_id", "part_index", "part_count", "source", "heading_path",
+                "chunk_type", "content_kind", "text", "similarity", "rerank_score", "images")
+
+
+def token_cost(chunk: dict) -> int:
+    count = chunk.get("token_count")
+    return int(count) if count else int(len(chunk.get("text", "").split()) * 1.3) + 1
+
+
+def trim_overlap(previous: str, following: str, min_chars: int = 12) -> str:
+    """`following` without the text it repeats from the end of `previous`."""
+    probe = following[:min_chars]
+    if len(probe) < min_chars:
+        return following
+    start = previous.find(probe, max(0, len(previous) - 4000))
+    while start != -1:
+        tail = previous[start:]
+        if following.startswith(tail):
+            return following[len(tail):].lstrip()
+        start = previous.find(probe, start + 1)
+    return following
+
+
+def to_block(chunk: dict) -> dict:
+    block = {name: chunk.get(name) for name in BLOCK_FIELDS}
+    block["heading_path"] = list(block["heading_path"] or [])
+    block["images"] = list(block["images"] or [])
+    return block
+
+
+def reassemble(state: dict, config: RunnableConfig = None) -> dict:
+    options = options_for(config)
+    hits = state.get("cap_results") or []
+    with Stopwatch() as sw:
+        context, gaps = assemble(hits, state.get("search_results") or [], options.context_token_budget,
+                                 lambda group_id: resources_for(config).store.group_parts(group_id))
+    return {"context": context, "gaps": gaps, "timings_ms": with_timing(state, "reassemble", sw.ms)}
+
+
+def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts) -> tuple[list[dict], list[dict]]:
+    """Pure reassembly: ranked hits + a part fetcher -> (context blocks, gaps)."""
+    scored = {c["chunk_id"]: c for c in pool}
+    scored.update({h["chunk_id"]: h for h in hits})
+    groups: dict[str, list[dict]] = {}  # group id -> all parts, in order (rank order of groups)
+    hit_indexes: dict[str, list[int]] = {}
+    for hit in hits:
+        gid = hit["group_id"]
+        if gid not in groups:
+            parts = group_parts(gid) if int(hit.get("part_count") or 1) > 1 else [hit]
+            parts = sorted(parts or [hit], key=lambda p: int(p["part_index"]))
+            groups[gid] = [{**p, **_scores(scored.get(p["chunk_id"]))} for p in parts]
+        hit_indexes.setdefault(gid, []).append(int(hit["part_index"]))
+
+    chosen: dict[str, set[int]] = {gid: set() for gid in groups}
+    used = 0
+    # Pass 1: the ranked chunks themselves.
+    for n, hit in enumerate(hits):
+        gid, index = hit["group_id"], int(hit["part_index"])
+        if index in chosen[gid]:
+            continue
+        cost = token_cost(hit)
+        if n == 0 or used + cost <= budget:
+            chosen[gid].add(index)
+            used += cost
+    # Pass 2: siblings, nearest a hit first.
+    for gid, parts in groups.items():
+        if not chosen[gid]:
+            continue
+        anchors = sorted(chosen[gid])
+        by_index = {int(p["part_index"]): p for p in parts}
+        order = sorted((i for i in by_index if i not in chosen[gid]),
+                       key=lambda i: (min(abs(i - a) for a in anchors), i))
+        for index in order:
+            cost = token_cost(by_index[index])
+            if used + cost <= budget:
+                chosen[gid].add(index)
+                used += cost
+
+    context, gaps = [], []
+    for gid, parts in groups.items():
+        if not chosen[gid]:
+            continue
+        previous = None
+        for part in parts:
+            index = int(part["part_index"])
+            if index not in chosen[gid]:
+                previous = None
+                continue
+            block = to_block(part)
+            if previous is not None and int(previous["part_index"]) == index - 1:
+                block["text"] = trim_overlap(previous["text"], part["text"])
+            context.append(block)
+            previous = part
+        missing = sorted(int(p["part_index"]) for p in parts if int(p["part_index"]) not in chosen[gid])
+        if missing:
+            gaps.append({"group_id": gid, "missing_parts": missing, "part_count": int(parts[0]["part_count"])})
+    return context, gaps
+
+
+def _scores(candidate: dict | None) -> dict:
+    if not candidate:
+        return {"similarity": None, "rerank_score": None}
+    return {"similarity": candidate.get("similarity"), "rerank_score": candidate.get("rerank_score")}

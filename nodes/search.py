@@ -1,0 +1,50 @@
+"""search: broad nearest-neighbour search with real cosine similarity.
+
+`search_k` candidates over all chunks. Screen and ambiguous questions also search
+`screen_k` candidates among screen chunks only and merge them in, so a screen
+description that the prose outranks still reaches the filters (the rerank and the
+cap decide whether it stays).
+
+With `hybrid_alpha` set, Weaviate's hybrid (BM25 + vector) query picks the candidates
+instead; their `similarity` is still the real cosine, so the threshold means the same.
+"""
+from __future__ import annotations
+
+from langchain_core.runnables import RunnableConfig
+
+from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
+
+SCREEN_INTENTS = ("screen", "ambiguous")
+
+
+def merge_candidates(*result_lists: list[dict]) -> list[dict]:
+    """Union by chunk id, best similarity first (ties keep search order)."""
+    best: dict[str, dict] = {}
+    for results in result_lists:
+        for item in results:
+            seen = best.get(item["chunk_id"])
+            if seen is None or item["similarity"] > seen["similarity"]:
+                best[item["chunk_id"]] = dict(item)
+    return sorted(best.values(), key=lambda c: -c["similarity"])
+
+
+def search(state: dict, config: RunnableConfig = None) -> dict:
+    options = options_for(config)
+    store = resources_for(config).store
+    vector = state["query_vector"]
+    with Stopwatch() as sw:
+        def nearest(k: int, content_kind: str | None = None) -> list[dict]:
+            if options.hybrid_alpha is None:
+                return store.near_vector(vector, k, content_kind=content_kind)
+            # Hybrid ranks by fused BM25+vector score; "similarity" stays the real cosine.
+            return store.hybrid(state["question"], vector, k, alpha=options.hybrid_alpha, content_kind=content_kind)
+
+        found = [nearest(options.search_k)]
+        if state.get("intent") in SCREEN_INTENTS and options.screen_k > 0:
+            found.append(nearest(options.screen_k, "screen"))
+        candidates = merge_candidates(*found)
+    return {
+        "search_results": candidates,
+        "stages": with_stage(state, "search", candidates),
+        "timings_ms": with_timing(state, "search", sw.ms),
+    }

@@ -1,0 +1,1 @@
+"""System prompts, one Markdown file per intent, and their loader (`prompts.loader`)."""

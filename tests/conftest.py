@@ -1,0 +1,84 @@
+"""Shared test set-up: offline models, no telemetry, and one real Weaviate server per session.
+
+The `weaviate_service` fixture starts a real weaviate-server (the same way fieldguide runs its
+local server) on free loopback ports with a throw-away data directory, exports
+FIELDGUIDE_WEAVIATE_URL / FIELDGUIDE_WEAVIATE_GRPC_PORT so that code and subprocesses under
+test talk to it, and stops it when the session ends. When FIELDGUIDE_WEAVIATE_URL is already
+set (e.g. a compose service in CI) that server is used instead.
+
+`weaviate_settings` gives each test Settings pointing at the server with a collection of its
+own, dropped afterwards.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+os.environ.setdefault("DISABLE_TELEMETRY", "true")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def weaviate_service(tmp_path_factory):
+    """{"url", "grpc_port", "http_port"} of a ready Weaviate for the whole session."""
+    from fieldguide import weaviate_server
+    from fieldguide.settings import Settings, get_settings
+
+    if os.environ.get("FIELDGUIDE_WEAVIATE_URL"):
+        yield {"url": os.environ["FIELDGUIDE_WEAVIATE_URL"],
+               "grpc_port": int(os.environ.get("FIELDGUIDE_WEAVIATE_GRPC_PORT", "50051")), "http_port": None}
+        return
+
+    data_dir = tmp_path_factory.mktemp("weaviate-data")
+    settings = Settings(data_dir=data_dir, weaviate_url=None)
+    if weaviate_server.find_binary(settings) is None:
+        message = "no weaviate-server binary: run `fieldguide weaviate build` (needs Go) or set FIELDGUIDE_WEAVIATE_URL"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    http_port, grpc_port = weaviate_server.free_port(), weaviate_server.free_port()
+    weaviate_server.start(settings, http_port=http_port, grpc_port=grpc_port)
+    saved = {name: os.environ.get(name) for name in ("FIELDGUIDE_WEAVIATE_URL", "FIELDGUIDE_WEAVIATE_GRPC_PORT")}
+    os.environ["FIELDGUIDE_WEAVIATE_URL"] = f"http://127.0.0.1:{http_port}"
+    os.environ["FIELDGUIDE_WEAVIATE_GRPC_PORT"] = str(grpc_port)
+    get_settings.cache_clear()
+    try:
+        yield {"url": os.environ["FIELDGUIDE_WEAVIATE_URL"], "grpc_port": grpc_port, "http_port": http_port}
+    finally:
+        weaviate_server.stop(settings)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        get_settings.cache_clear()
+
+
+@pytest.fixture
+def weaviate_settings(weaviate_service, tmp_path):
+    """Settings pointing at the session's Weaviate, with a fresh collection for this test."""
+    from fieldguide.settings import Settings
+    from fieldguide.store import ChunkStore, connect
+
+    collection = "Test" + uuid.uuid4().hex[:12]
+    settings = Settings(weaviate_url=weaviate_service["url"], weaviate_grpc_port=weaviate_service["grpc_port"],
+                        collection=collection, data_dir=tmp_path / "fieldguide-data")
+    yield settings
+    client = connect(settings)
+    try:
+        ChunkStore(client, collection).drop()
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def embeddings():
+    """The packaged embedding model, loaded once per session."""
+    from fieldguide.embedding import load_embeddings
+    from fieldguide.settings import Settings
+
+    return load_embeddings(Settings())

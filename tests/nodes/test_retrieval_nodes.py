@@ -1,0 +1,111 @@
+import pytest
+
+from fakes import config_for, make_resources, record
+from fieldguide.errors import ModelMismatch
+from fieldguide.reranker import LexicalFallbackScorer, terms
+from graph.runtime import QueryOptions
+from nodes.cap import cap
+from nodes.embed import embed
+from nodes.rerank import rerank
+from nodes.search import merge_candidates, search
+from nodes.threshold import threshold
+
+RECORDS = [
+    record("export", "Export your invoices as CSV from the reports page.", heading_path=("Reports", "Export")),
+    record("export-screen", "The Export button sits in the toolbar of the Reports screen.",
+           heading_path=("Reports screen",), content_kind="screen"),
+    record("taxes", "Taxes are calculated per line and rounded per invoice.", heading_path=("Taxes",)),
+    record("members", "Members can be invited by email from the team settings.", heading_path=("Team",)),
+]
+
+
+def cand(chunk_id, similarity, **kwargs):
+    return dict(record(chunk_id, kwargs.pop("text", chunk_id), **kwargs), similarity=similarity)
+
+
+def test_embed_uses_the_configured_model_and_times_itself():
+    resources = make_resources(RECORDS)
+    update = embed({"question": "export invoices", "timings_ms": {"route": 0.1}}, config_for(resources))
+    assert len(update["query_vector"]) == 64
+    assert resources.embeddings.calls == 1
+    assert set(update["timings_ms"]) == {"route", "embed"}
+
+
+def test_embed_refuses_an_index_built_with_another_model():
+    resources = make_resources(RECORDS, model_id="another/model")
+    with pytest.raises(ModelMismatch, match="--reindex"):
+        embed({"question": "export invoices"}, config_for(resources))
+
+
+def test_search_merges_screen_only_candidates_for_screen_questions():
+    resources = make_resources(RECORDS)
+    vector = resources.embeddings.embed_query("export invoices")
+    config = config_for(resources, k=2, screen_k=1)
+    update = search({"question": "q", "intent": "screen", "query_vector": vector}, config)
+    assert resources.store.calls == [("near_vector", 2, None), ("near_vector", 1, "screen")]
+    ids = [c["chunk_id"] for c in update["search_results"]]
+    assert "export-screen" in ids
+    assert update["stages"]["search"] == ids
+    sims = [c["similarity"] for c in update["search_results"]]
+    assert sims == sorted(sims, reverse=True)
+
+
+def test_search_for_conceptual_questions_searches_once():
+    resources = make_resources(RECORDS)
+    vector = resources.embeddings.embed_query("taxes")
+    search({"question": "q", "intent": "conceptual", "query_vector": vector}, config_for(resources, k=3))
+    assert resources.store.calls == [("near_vector", 3, None)]
+
+
+def test_merge_keeps_the_best_similarity_once():
+    merged = merge_candidates([cand("a", 0.5), cand("b", 0.4)], [cand("a", 0.6), cand("c", 0.9)])
+    assert [(c["chunk_id"], c["similarity"]) for c in merged] == [("c", 0.9), ("a", 0.6), ("b", 0.4)]
+
+
+def test_threshold_drops_low_similarity():
+    state = {"search_results": [cand("a", 0.5), cand("b", 0.29), cand("c", 0.3)]}
+    update = threshold(state, config_for(make_resources([]), min_similarity=0.3))
+    assert update["stages"]["threshold"] == ["a", "c"]
+
+
+def test_fallback_scorer_prefers_chunks_with_the_question_terms():
+    scorer = LexicalFallbackScorer()
+    candidates = [cand("vague", 0.50, text="General notes about the application."),
+                  cand("exact", 0.45, text="To archive a project open its settings and press Archive.",
+                       heading_path=("Projects", "Archive a project"))]
+    scores = scorer.score("How do I archive a project?", candidates)
+    assert scores[1] > scores[0]
+    assert terms("archiving projects") == {"archiv", "project"}
+
+
+def test_rerank_orders_by_score_and_can_be_switched_off():
+    candidates = [cand("vague", 0.50, text="General notes."),
+                  cand("exact", 0.45, text="Archive a project from its settings.")]
+    state = {"question": "archive a project", "threshold_results": candidates}
+    on = rerank(state, config_for(make_resources([])))
+    assert [c["chunk_id"] for c in on["rerank_results"]] == ["exact", "vague"]
+    off = rerank(state, config_for(make_resources([]), reranker=False))
+    assert [c["rerank_score"] for c in off["rerank_results"]] == [0.5, 0.45]
+
+
+def test_cap_applies_minimum_then_maximum():
+    ranked = [dict(cand(x, 0.5), rerank_score=s) for x, s in [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.1)]]
+    update = cap({"rerank_results": ranked, "search_results": ranked}, config_for(make_resources([]),
+                                                                                 rerank_min=0.5, max_chunks=2))
+    assert update["stages"]["cap"] == ["a", "b"]
+    assert update["abstain"] is False
+
+
+def test_cap_abstains_and_names_the_nearest_sections_when_nothing_survives():
+    pool = [cand("a", 0.2, heading_path=("Billing",)), cand("b", 0.3, heading_path=("Team",), source="team.md")]
+    ranked = [dict(c, rerank_score=0.1) for c in pool]
+    update = cap({"rerank_results": ranked, "search_results": pool}, config_for(make_resources([]), rerank_min=0.5))
+    assert update["abstain"] is True and update["cap_results"] == []
+    assert [n["heading_path"] for n in update["nearest"]] == [["Team"], ["Billing"]]
+
+
+def test_options_read_per_request_overrides_and_fall_back_to_settings():
+    resources = make_resources([], max_chunks=7)
+    options = QueryOptions.from_config({"configurable": {"resources": resources, "k": "20",
+                                                         "reranker": "false", "min_similarity": 0.4}})
+    assert (options.search_k, options.use_reranker, options.min_similarity, options.max_chunks) == (20, False, 0.4, 7)

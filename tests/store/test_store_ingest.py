@@ -1,0 +1,129 @@
+"""Incremental ingest against a real Weaviate: idempotent, edits replace, deletions delete."""
+from __future__ import annotations
+
+import pytest
+
+from store_corpus import write_corpus
+
+pytestmark = [pytest.mark.weaviate, pytest.mark.models]
+
+
+class CountingEmbeddings:
+    """Wraps the real model and counts what it was asked to embed."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.texts = 0
+        self._client = inner._client
+
+    def embed_documents(self, texts):
+        self.texts += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def _ingest(docs, settings, embeddings, **kwargs):
+    from fieldguide.store import open_store
+    from ingest.pipeline import ingest_folder
+
+    with open_store(settings) as store:
+        summary = ingest_folder(docs, settings, progress=False, store=store, embeddings=embeddings, **kwargs)
+        return summary, store.count(), store.sources()
+
+
+def _expected_chunks(docs):
+    from ingest.chunker import Chunker, iter_markdown_files
+
+    chunker = Chunker()
+    return {path.relative_to(docs).as_posix(): chunker.chunk_path(path, docs).chunks
+            for path in iter_markdown_files(docs)}
+
+
+def test_first_ingest_then_rerun_is_idempotent(tmp_path, weaviate_settings, embeddings):
+    docs = write_corpus(tmp_path / "docs")
+    expected = _expected_chunks(docs)
+    total = sum(len(chunks) for chunks in expected.values())
+    counting = CountingEmbeddings(embeddings)
+
+    first, count, sources = _ingest(docs, weaviate_settings, counting)
+    assert (first.files_seen, first.files_added, first.files_skipped) == (4, 4, 0)
+    assert first.chunks_written == first.texts_embedded == counting.texts == total == count
+    assert sources == set(expected)
+
+    counting.texts = 0
+    second, count_again, _ = _ingest(docs, weaviate_settings, counting)
+    assert counting.texts == 0
+    assert second.to_dict() | {"seconds": 0} == {
+        "files_seen": 4, "files_skipped": 4, "files_changed": 0, "files_added": 0, "files_deleted": 0,
+        "chunks_written": 0, "chunks_deleted": 0, "texts_embedded": 0, "seconds": 0}
+    assert count_again == count
+
+
+def test_edited_file_is_replaced_and_deleted_file_removed(tmp_path, weaviate_settings, embeddings):
+    from fieldguide.store import open_store
+
+    docs = write_corpus(tmp_path / "docs")
+    before = _expected_chunks(docs)
+    _, count_before, _ = _ingest(docs, weaviate_settings, embeddings)
+
+    # edit: one section gone, one new section; delete another page entirely
+    (docs / "getting-started.md").write_text(
+        "# Getting started\n\nInstall the app and open your first budget file.\n\n"
+        "## Sync across devices\n\nTurn on sync from **Settings > Sync** to use the budget on your phone.\n",
+        encoding="utf-8")
+    (docs / "reports.md").unlink()
+    after = _expected_chunks(docs)
+    counting = CountingEmbeddings(embeddings)
+    summary, count, sources = _ingest(docs, weaviate_settings, counting)
+
+    assert (summary.files_seen, summary.files_changed, summary.files_deleted, summary.files_skipped) == (3, 1, 1, 2)
+    assert summary.texts_embedded == counting.texts == len(after["getting-started.md"])
+    assert summary.chunks_deleted == len(before["getting-started.md"]) + len(before["reports.md"])
+    assert count == count_before - summary.chunks_deleted + summary.chunks_written
+    assert count == sum(len(chunks) for chunks in after.values())
+    assert sources == set(after)
+
+    with open_store(weaviate_settings) as store:
+        stored_texts = {r["text"] for r in store.near_vector(embeddings.embed_query("sync devices"), k=50)}
+    assert any("Settings > Sync" in text for text in stored_texts)
+    assert not any("New budget" in text for text in stored_texts)  # the removed section is gone
+    assert not any("Net worth" in text for text in stored_texts)  # the deleted page is gone
+
+
+def test_reindex_rebuilds_from_the_folder(tmp_path, weaviate_settings, embeddings):
+    docs = write_corpus(tmp_path / "docs")
+    first, count, _ = _ingest(docs, weaviate_settings, embeddings)
+    summary, count_again, _ = _ingest(docs, weaviate_settings, embeddings, reindex=True)
+    assert summary.files_added == 4 and summary.files_skipped == 0
+    assert summary.texts_embedded == first.texts_embedded
+    assert count_again == count
+
+
+def test_other_embedding_model_is_refused_naming_reindex(tmp_path, weaviate_settings, embeddings):
+    from fieldguide.errors import ModelMismatch
+    from fieldguide.store import open_store
+
+    docs = write_corpus(tmp_path / "docs")
+    _ingest(docs, weaviate_settings, embeddings)
+    other = weaviate_settings.model_copy(update={"embedding_model": "sentence-transformers/paraphrase-MiniLM-L3-v2"})
+    with pytest.raises(ModelMismatch, match="--reindex"):
+        _ingest(docs, other, embeddings)
+    with open_store(other) as store, pytest.raises(ModelMismatch, match="--reindex"):
+        store.check_manifest("sentence-transformers/paraphrase-MiniLM-L3-v2")
+
+
+def test_split_section_parts_come_back_in_order(tmp_path, weaviate_settings, embeddings):
+    from fieldguide.store import open_store
+
+    docs = write_corpus(tmp_path / "docs")
+    split = [c for c in _expected_chunks(docs)["reconcile.md"] if c.part_count > 1]
+    assert split, "the corpus must contain a section long enough to be split"
+    _ingest(docs, weaviate_settings, embeddings)
+    with open_store(weaviate_settings) as store:
+        parts = store.group_parts(split[0].group_id)
+    assert [p["part_index"] for p in parts] == list(range(1, split[0].part_count + 1))
+    assert [p["chunk_id"] for p in parts] == [c.chunk_id for c in sorted(split, key=lambda c: c.part_index)
+                                             if c.group_id == split[0].group_id]
+    assert all(p["part_count"] == split[0].part_count for p in parts)

@@ -1,0 +1,88 @@
+"""Search primitives over vectors we control: real cosine, filters, all properties."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.weaviate
+
+DIM = 8
+
+
+def _records(n):
+    kinds = ["screen", "prose"]
+    return [{
+        "chunk_id": f"c{i}", "group_id": "g" if i < 3 else f"c{i}", "part_index": i + 1 if i < 3 else 1,
+        "part_count": 3 if i < 3 else 1, "chunk_type": "section", "content_kind": kinds[i % 2],
+        "source": f"page{i % 3}.md", "line_start": i + 1, "line_end": i + 4, "heading_path": ["Top", f"H{i}"],
+        "text": f"text number {i}" + (" Balance field" if i == 5 else ""), "embed_text": f"Top > H{i}\n\ntext {i}",
+        "token_count": 7, "images": [f"https://example.com/{i}.png"] if i == 4 else [],
+    } for i in range(n)]
+
+
+@pytest.fixture
+def filled_store(weaviate_settings):
+    from fieldguide.store import open_store
+
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(12, DIM)).astype(np.float32)
+    records = _records(12)
+    with open_store(weaviate_settings) as store:
+        store.ensure_collections()
+        store.set_manifest("test-model", DIM, "1")
+        store.insert_chunks(records[::-1], vectors[::-1])  # insertion order must not matter
+        yield store, records, vectors
+
+
+def test_near_vector_similarity_is_numpy_cosine(filled_store):
+    store, records, vectors = filled_store
+    query = np.random.default_rng(3).normal(size=DIM)
+    results = store.near_vector(query, k=12)
+    cosine = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
+    by_id = {r["chunk_id"]: i for i, r in enumerate(records)}
+    assert len(results) == 12
+    for result in results:
+        assert result["similarity"] == pytest.approx(cosine[by_id[result["chunk_id"]]], abs=1e-5)
+    similarities = [r["similarity"] for r in results]
+    assert similarities == sorted(similarities, reverse=True)
+    assert results[0]["chunk_id"] == records[int(np.argmax(cosine))]["chunk_id"]
+
+
+def test_results_carry_every_record_field(filled_store):
+    store, records, vectors = filled_store
+    result = store.near_vector(vectors[4], k=1)[0]
+    assert result["similarity"] == pytest.approx(1.0, abs=1e-5)
+    assert {k: v for k, v in result.items() if k != "similarity"} == records[4]
+
+
+def test_content_kind_filter(filled_store):
+    store, records, vectors = filled_store
+    results = store.near_vector(vectors[0], k=12, content_kind="screen")
+    assert {r["chunk_id"] for r in results} == {r["chunk_id"] for r in records if r["content_kind"] == "screen"}
+
+
+def test_group_parts_in_part_order(filled_store):
+    store, _, _ = filled_store
+    assert [p["chunk_id"] for p in store.group_parts("g")] == ["c0", "c1", "c2"]
+    assert store.group_parts("missing") == []
+
+
+def test_hybrid_finds_exact_words_and_reports_cosine(filled_store):
+    store, records, vectors = filled_store
+    query = vectors[0]
+    results = store.hybrid("Balance", query, k=3, alpha=0.2)
+    assert results[0]["chunk_id"] == "c5"
+    cos = float(vectors[5] @ query / (np.linalg.norm(vectors[5]) * np.linalg.norm(query)))
+    assert results[0]["similarity"] == pytest.approx(cos, abs=1e-5)
+    assert "score" in results[0]
+
+
+def test_manifest_round_trip_and_mismatch(filled_store):
+    from fieldguide.errors import ModelMismatch
+
+    store, _, _ = filled_store
+    assert store.manifest() == {"embedding_model": "test-model", "dimension": DIM, "chunker_version": "1"}
+    assert store.check_manifest("test-model")["dimension"] == DIM
+    with pytest.raises(ModelMismatch, match="--reindex"):
+        store.check_manifest("another-model")
+    assert store.ready()
