@@ -6,7 +6,8 @@ Decided at ingest from evidence in the chunk, and the deciding reason is kept:
    - a screenshot (Markdown image or `<img>`): 2
    - a table whose header names fields, options, buttons, columns, menus or settings: 2
    - UI vocabulary (button, field, tab, menu, screen, click, dialog, …) per 100 words:
-     at least 1.5 → 1, at least 3 → 2, at least 5 → 3
+     at least 1.5 → 1, at least 3 → 2, at least 5 → 3 (and at least two such words, so one
+     "page" in a short intro decides nothing)
    - a heading that names a screen-like thing (screen, page, dialog, tab, menu, settings, …): 1
    - two or more short bold labels (`**Save**`) next to some UI vocabulary: 1
 """
@@ -58,7 +59,7 @@ def decide_content_kind(text: str, heading_path: list[str], front_matter: dict) 
     if _field_table(text):
         score += 2
         reasons.append("field/option table")
-    if density >= 1.5:
+    if density >= 1.5 and len(ui_hits) >= 2:
         points = 3 if density >= 5 else 2 if density >= 3 else 1
         score += points
         sample = ", ".join(sorted(set(ui_hits))[:5])

@@ -18,6 +18,7 @@ _PARSER = MarkdownIt("commonmark").enable_many(["table", "strikethrough"])
 # Admonition openers, Docusaurus (`:::note`) and Python-Markdown/MkDocs (`!!! note`).
 _ADMONITION_FENCE = ":::"
 _ADMONITION_BANG = "!!!"
+_BLANK_BYTES = (b"\n", b" ", b"\t")
 
 
 @dataclass
@@ -139,7 +140,7 @@ def parse_markdown(text: str, source: str = "", warnings: list[str] | None = Non
                 continue
             # the parser's span can end on the newline itself: step back onto real text
             last = finish - 1
-            while last > begin and encoded[last:last + 1] == b"\n":
+            while last > begin and encoded[last:last + 1] in _BLANK_BYTES:
                 last -= 1
             first_line, last_line = line_of(begin), line_of(last)
             if node.name in ("heading", "lheading"):
@@ -151,7 +152,7 @@ def parse_markdown(text: str, source: str = "", warnings: list[str] | None = Non
                 for item in node.children:
                     if item.srcmap:
                         item_last = item.srcmap[1] - 1
-                        while item_last > item.srcmap[0] and encoded[item_last:item_last + 1] == b"\n":
+                        while item_last > item.srcmap[0] and encoded[item_last:item_last + 1] in _BLANK_BYTES:
                             item_last -= 1
                         block.items.append((line_of(item.srcmap[0]), line_of(item_last)))
             blocks.append(block)

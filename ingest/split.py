@@ -102,13 +102,22 @@ class Splitter:
                 atoms.append(Atom(s, e, "line", header=header, header_start=header_start))
         return atoms
 
+    def _with_uncovered_lines(self, chunk: ChunkText, atoms: list[Atom], start: int, end: int) -> list[Atom]:
+        """Adds a line atom for every non-blank line in [start, end) that no atom covers."""
+        covered = set()
+        for atom in atoms:
+            covered.update(range(chunk.line_at(atom.start), chunk.line_at(max(atom.end - 1, atom.start)) + 1))
+        extra = [a for a in self._line_atoms(chunk, start, end) if chunk.line_at(a.start) not in covered]
+        return sorted(atoms + extra, key=lambda a: a.start)
+
     def _refine(self, chunk: ChunkText, atom: Atom, first_line: int) -> list[Atom]:
         """Cut one too-long atom at the next-best boundary."""
         block = atom.block
         if atom.kind == "block" and block is not None:
             if block.kind in ("bullet_list", "ordered_list") and len(block.items) > 1:
-                return [Atom(chunk.offsets[a - first_line], chunk.line_end(b - first_line), "item")
-                        for a, b in block.items]
+                items = [Atom(chunk.offsets[a - first_line], chunk.line_end(b - first_line), "item")
+                         for a, b in block.items]
+                return self._with_uncovered_lines(chunk, items, atom.start, atom.end)
             if block.kind == "table" and block.end - block.start >= 2:
                 head_end = chunk.line_end(block.start - first_line + 1)
                 header = chunk.text[atom.start:head_end]
@@ -197,21 +206,16 @@ class Splitter:
         chunk = ChunkText(text, line_tokens)
         line_count = len(chunk.lines)
         atoms: list[Atom] = []
-        covered = [False] * line_count
         for block in blocks:
             first = max(block.start - first_line, 0)
             last = min(block.end - first_line, line_count - 1)
             if first > last:
                 continue
-            items = [i for i in block.items if i[0] >= first + first_line and i[1] <= last + first_line]
+            items = [(max(a, first + first_line), min(b, last + first_line)) for a, b in block.items
+                     if a <= last + first_line and b >= first + first_line]
             clipped = Block(block.kind, first + first_line, last + first_line, items)
             atoms.append(Atom(chunk.offsets[first], chunk.line_end(last), "block", clipped))
-            for index in range(first, last + 1):
-                covered[index] = True
-        for index in range(line_count):  # lines no block claims are never lost
-            if not covered[index] and chunk.lines[index].strip():
-                atoms.append(Atom(chunk.offsets[index], chunk.line_end(index), "line"))
-        atoms.sort(key=lambda a: a.start)
+        atoms = self._with_uncovered_lines(chunk, atoms, 0, len(text))  # lines no block claims
         atoms = self._fit(chunk, atoms, budget, first_line)
 
         parts: list[Part] = []
