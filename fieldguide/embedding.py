@@ -53,6 +53,9 @@ def embedding_model_id(settings) -> str:
 def _load(path: str, batch_size: int):
     try:
         from langchain_huggingface import HuggingFaceEmbeddings
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # a "Loading weights" bar per load is noise
 
         return HuggingFaceEmbeddings(
             model_name=path,

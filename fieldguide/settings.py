@@ -75,7 +75,7 @@ class Settings(BaseSettings):
     image_base_url: str | None = Field(None, description="Base URL that site-root image paths resolve against.")
     max_question_chars: int = 2000
     event_log_ttl_seconds: float = 900
-    max_conversations: int = 500
+    max_conversations: int = Field(100, description="Conversations kept for replay; the oldest finished ones are evicted first. Bounds memory.")
     abandon_after_seconds: float = 60
     heartbeat_seconds: float = 15.0
     max_events_per_conversation: int = Field(

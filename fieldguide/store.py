@@ -258,9 +258,15 @@ class ChunkStore:
             return_properties=list(CHUNK_FIELDS))
         return sorted((_record(obj.properties) for obj in response.objects), key=lambda r: r["part_index"])
 
-    def ready(self) -> bool:
+    def ready(self, embedding_model_id: str | None = None) -> bool:
+        """Weaviate answers and the collection exists (built with `embedding_model_id`, when given)."""
         try:
-            return bool(self.client.is_ready()) and self.exists()
+            if not (self.client.is_ready() and self.exists()):
+                return False
+            if embedding_model_id is None:
+                return True
+            manifest = self.manifest()
+            return bool(manifest) and manifest["embedding_model"] == embedding_model_id
         except Exception:
             return False
 

@@ -207,6 +207,14 @@ def _read_state(paths: ServerPaths) -> dict:
         return {}
 
 
+def _state_for(paths: ServerPaths, http_port: int, grpc_port: int) -> dict:
+    """The recorded state when it describes the server on `http_port`, else just the ports."""
+    state = _read_state(paths)
+    if state.get("http_port") == http_port:
+        return state
+    return {"http_port": http_port, "grpc_port": grpc_port}
+
+
 def _pid_alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -276,7 +284,7 @@ def start(settings, http_port: int | None = None, grpc_port: int | None = None,
     grpc_port = grpc_port or settings.local_grpc_port
     paths = ServerPaths(Path(settings.data_dir))
     if is_ready(http_port):
-        return _read_state(paths) or {"http_port": http_port, "grpc_port": grpc_port}
+        return _state_for(paths, http_port, grpc_port)
     with _locked(paths):
         state = _read_state(paths)
         # another process may have started it while we waited for the lock
@@ -284,7 +292,7 @@ def start(settings, http_port: int | None = None, grpc_port: int | None = None,
             if _wait_ready(http_port, state["pid"], timeout):
                 return state
         if is_ready(http_port):
-            return state or {"http_port": http_port, "grpc_port": grpc_port}
+            return _state_for(paths, http_port, grpc_port)
         if _port_in_use(http_port):
             raise StoreUnavailable(
                 f"Port {http_port} is taken by something that is not a ready Weaviate. Free it, or choose "

@@ -28,8 +28,8 @@ RETRIEVAL_STEPS = [("route", route), ("embed", embed), ("search", search), ("thr
 ANSWER_STEPS = [("prompt", prompt), ("generate", generate)]
 
 
-def _build(steps, checkpointer=None, name: str = "fieldguide"):
-    builder = StateGraph(QueryState, input_schema=InputState, output_schema=OutputState)
+def _build(steps, checkpointer=None, name: str = "fieldguide", output_schema=OutputState):
+    builder = StateGraph(QueryState, input_schema=InputState, output_schema=output_schema)
     for step, node in steps:
         builder.add_node(step, node)
     names = [step for step, _ in steps]
@@ -46,8 +46,8 @@ def build_graph(checkpointer=None):
 
 
 def build_retrieval_graph():
-    """Question to final context, no prompt and no generation."""
-    return _build(RETRIEVAL_STEPS, None, "fieldguide-retrieval")
+    """Question to final context, no prompt and no generation; returns the whole state."""
+    return _build(RETRIEVAL_STEPS, None, "fieldguide-retrieval", output_schema=QueryState)
 
 
 graph = build_graph()

@@ -32,6 +32,8 @@ class QueryOptions:
     hybrid_alpha: float | None
     max_answer_tokens: int
     temperature: float
+    use_reassembly: bool  # off only to measure what a stage buys (fieldguide eval --ablate)
+    use_routing: bool
 
     @classmethod
     def from_config(cls, config: dict | None, settings: Settings | None = None) -> "QueryOptions":
@@ -47,9 +49,12 @@ class QueryOptions:
             "hybrid_alpha": settings.hybrid_alpha,
             "max_answer_tokens": settings.max_answer_tokens,
             "temperature": settings.temperature,
+            "use_reassembly": True,
+            "use_routing": True,
         }
         overrides = (config or {}).get("configurable") or {}
-        aliases = {"k": "search_k", "reranker": "use_reranker"}
+        aliases = {"k": "search_k", "reranker": "use_reranker", "reassembly": "use_reassembly",
+                   "routing": "use_routing"}
         for key, value in overrides.items():
             name = aliases.get(key, key)
             if name in values and value is not None:

@@ -63,7 +63,9 @@ def part_label(index: int, count: int) -> str:
 
 
 class Chunker:
-    def __init__(self, settings=None, counter=None):
+    def __init__(self, settings=None, counter=None, token_pass: bool = True):
+        """`token_pass=False` keeps over-long chunks whole (the embedding model then truncates
+        them silently): only for measuring what the token-safe pass buys."""
         if settings is None:
             from fieldguide.settings import get_settings
 
@@ -73,6 +75,7 @@ class Chunker:
         self.max_tokens = self.counter.max_tokens
         self.limit = int(self.max_tokens * settings.token_limit_fraction)
         self.splitter = Splitter(self.counter, settings.overlap_tokens)
+        self.token_pass = token_pass
 
     # ------------------------------------------------------------------ files
     def chunk_path(self, path: Path, docs_dir: Path) -> ChunkedFile:
@@ -130,7 +133,7 @@ class Chunker:
             kind, reason = decide_content_kind(text, piece.heading_path, doc.front_matter)
             common = dict(group_id=group_id, chunk_type=piece.chunk_type, content_kind=kind, source=source,
                           heading_path=list(piece.heading_path), content_kind_reason=reason)
-            if tokens <= self.limit:
+            if tokens <= self.limit or not self.token_pass:
                 chunks.append(Chunk(chunk_id=group_id, part_index=1, part_count=1, line_start=piece.start + 1,
                                     line_end=piece.end, text=text, embed_text=f"{breadcrumb}\n\n{text}",
                                     token_count=tokens, images=find_images(text), **common))

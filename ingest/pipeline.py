@@ -19,6 +19,7 @@ import ctypes
 import gc
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -64,18 +65,19 @@ def release_memory() -> None:
 
 
 def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: bool = True,
-                  store=None, embeddings=None, log=None) -> IngestSummary:
+                  store=None, embeddings=None, log=None, token_pass: bool = True) -> IngestSummary:
     """Bring the store's collection in line with `docs_dir`. Returns the run's counts.
 
     `store` (a ChunkStore) and `embeddings` may be passed in (tests, long-lived services);
-    otherwise they are opened here.
+    otherwise they are opened here. `token_pass=False` only serves to measure what the
+    token-safe pass buys (`fieldguide eval --ablate`, into a collection of its own).
     """
     if store is None:
         from fieldguide.store import open_store
 
         with open_store(settings) as opened:
             return ingest_folder(docs_dir, settings, reindex=reindex, progress=progress,
-                                 store=opened, embeddings=embeddings, log=log)
+                                 store=opened, embeddings=embeddings, log=log, token_pass=token_pass)
 
     from ingest.chunk import CHUNKER_VERSION
     from ingest.chunker import file_sha256, iter_markdown_files
@@ -129,12 +131,13 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
 
     if to_chunk or not manifest:
         summary = _write_files(to_chunk, changed, settings, store, embeddings, summary, manifest,
-                               model_id, progress, log)
+                               model_id, progress, log, token_pass)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 
 
-def _write_files(to_chunk, changed, settings, store, embeddings, summary, manifest, model_id, progress, log):
+def _write_files(to_chunk, changed, settings, store, embeddings, summary, manifest, model_id, progress, log,
+                 token_pass=True):
     from ingest.chunk import CHUNKER_VERSION
     from ingest.chunker import Chunker
 
@@ -142,7 +145,7 @@ def _write_files(to_chunk, changed, settings, store, embeddings, summary, manife
     from fieldguide.store import mismatch_message
 
     # 3. chunk every added/changed file (fast, no model needed)
-    chunker = Chunker(settings)
+    chunker = Chunker(settings, token_pass=token_pass)
     pending: dict[str, _PendingFile] = {}
     chunks = []
     for source, raw, sha in to_chunk:
@@ -168,33 +171,47 @@ def _write_files(to_chunk, changed, settings, store, embeddings, summary, manife
     # files with no chunks at all (empty pages) are done already
     _finish_files([p for p in pending.values() if p.remaining == 0], store)
 
-    # 4. embed and insert, longest texts first so each model batch pads little
+    # 4. embed and insert, longest texts first so each model batch pads little. One writer
+    # thread stores round n while the model embeds round n + 1 (at most one round in flight).
     chunks.sort(key=lambda c: -c.token_count)
     bar = _progress_bar(len(chunks), len(pending), enabled=progress)
     files_done = sum(1 for p in pending.values() if p.remaining == 0)
+
+    def store_round(batch, vectors) -> int:
+        store.insert_chunks([c.to_record() for c in batch], vectors)
+        finished = []
+        for chunk in batch:
+            entry = pending[chunk.source]
+            entry.remaining -= 1
+            if entry.remaining == 0:
+                finished.append(entry)
+        _finish_files(finished, store)
+        return len(finished)
+
+    def settle(future, size: int) -> None:
+        nonlocal files_done
+        files_done += future.result()  # re-raises the writer's error here
+        summary.chunks_written += size
+        if bar is not None:
+            bar.update(size)
+            bar.set_postfix_str(f"files {files_done}/{len(pending)}")
+
     try:
-        for start in range(0, len(chunks), TEXTS_PER_ROUND):
-            batch = chunks[start:start + TEXTS_PER_ROUND]
-            vectors = embeddings.embed_documents([c.embed_text for c in batch])
-            store.insert_chunks([c.to_record() for c in batch], vectors)
-            summary.texts_embedded += len(batch)
-            summary.chunks_written += len(batch)
-            finished = []
-            for chunk in batch:
-                entry = pending[chunk.source]
-                entry.remaining -= 1
-                if entry.remaining == 0:
-                    finished.append(entry)
-            _finish_files(finished, store)
-            files_done += len(finished)
-            # drop this round's texts and vectors before the next one
-            for index in range(start, min(start + TEXTS_PER_ROUND, len(chunks))):
-                chunks[index] = None
-            del batch, vectors, finished
-            release_memory()
-            if bar is not None:
-                bar.update(min(TEXTS_PER_ROUND, len(chunks) - start))
-                bar.set_postfix_str(f"files {files_done}/{len(pending)}")
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fieldguide-writer") as writer:
+            in_flight = None
+            for start in range(0, len(chunks), TEXTS_PER_ROUND):
+                batch = chunks[start:start + TEXTS_PER_ROUND]
+                vectors = embeddings.embed_documents([c.embed_text for c in batch])
+                summary.texts_embedded += len(batch)
+                if in_flight is not None:
+                    settle(*in_flight)
+                in_flight = (writer.submit(store_round, batch, vectors), len(batch))
+                # the writer holds the only references now; free the list slots and trim
+                chunks[start:start + TEXTS_PER_ROUND] = [None] * len(batch)
+                del batch, vectors
+                release_memory()
+            if in_flight is not None:
+                settle(*in_flight)
     finally:
         if bar is not None:
             bar.close()

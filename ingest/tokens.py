@@ -54,6 +54,7 @@ class TokenCounter:
         self._tokenizer.no_padding()
         self.max_tokens = model_max_tokens(self.model_dir)
         self.special_tokens = len(self._tokenizer.encode("").ids)
+        self._cache: dict[str, int] = {}
 
     def count(self, text: str) -> int:
         """Tokens of `text` as one model input, special tokens included."""
@@ -69,9 +70,20 @@ class TokenCounter:
         Fragments cut at whitespace add up exactly: the tokenizer splits words at
         whitespace before it splits them into word pieces. The chunker relies on that.
         """
-        if len(texts) < 8:  # a batch costs a thread-pool round trip; single calls are cheaper
-            return [len(self._tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+        if len(texts) < 32:  # a batch costs a thread-pool round trip; single calls are cheaper
+            return [self.count_piece(t) for t in texts]
         return [len(e) for e in self._tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+
+    def count_piece(self, text: str) -> int:
+        """Tokens of one fragment; short fragments (labels, breadcrumbs, headers) are cached."""
+        cached = self._cache.get(text)
+        if cached is None:
+            cached = len(self._tokenizer.encode(text, add_special_tokens=False))
+            if len(text) < 200:
+                if len(self._cache) > 50_000:
+                    self._cache.clear()
+                self._cache[text] = cached
+        return cached
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of every token of `text` (no special tokens)."""

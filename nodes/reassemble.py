@@ -53,8 +53,11 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
     hits = state.get("cap_results") or []
     with Stopwatch() as sw:
-        context, gaps = assemble(hits, state.get("search_results") or [], options.context_token_budget,
-                                 lambda group_id: resources_for(config).store.group_parts(group_id))
+        if options.use_reassembly:
+            context, gaps = assemble(hits, state.get("search_results") or [], options.context_token_budget,
+                                     lambda group_id: resources_for(config).store.group_parts(group_id))
+        else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
+            context, gaps = [to_block(hit) for hit in hits], []
     return {"context": context, "gaps": gaps, "timings_ms": with_timing(state, "reassemble", sw.ms)}
 
 

@@ -23,7 +23,7 @@ import re
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch
+from graph.runtime import Stopwatch, options_for
 
 UI_NOUNS = (
     r"button|buttons|field|fields|tab|tabs|menu|menus|screen|screens|page|pages|dialog|modal|window|"
@@ -111,8 +111,12 @@ def classify(question: str) -> tuple[str, float, str]:
 
 
 def route(state: dict, config: RunnableConfig = None) -> dict:
+    routing = options_for(config).use_routing
     with Stopwatch() as sw:
-        intent, confidence, reason = classify(state["question"])
+        if routing:
+            intent, confidence, reason = classify(state["question"])
+        else:  # switched off (ablation): every question alike, conceptual prompt, no screen steering
+            intent, confidence, reason = "conceptual", 0.5, "routing off"
     # The route node opens the turn: timings and stages start fresh here.
     return {
         "intent": intent,

@@ -58,7 +58,8 @@ def format_context(blocks: list[dict], gaps: list[dict] | None = None) -> str:
             note = f"[Reassembled section: part {block['part_index']} of {part_count}."
             gap = missing.get(block.get("group_id"))
             if gap:
-                note += f" Parts {', '.join(str(i) for i in gap['missing_parts'])} left out to fit the budget."
+                left = gap["missing_parts"]
+                note += f" {'Parts' if len(left) > 1 else 'Part'} {', '.join(map(str, left))} left out to fit the budget."
             lines.append(note + "]")
         lines.append(_escape(block.get("text", "").strip()))
         if block.get("images"):

@@ -1,10 +1,62 @@
-"""Placeholder until this command is built."""
-HELP = "(not built yet)"
+"""`fieldguide eval --docs DIR --questions Q.jsonl [--collection NAME] [--out DIR] [--ablate] [--subset N]`."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = ("Score retrieval on a question set against two naive baselines (and, with --ablate, the pipeline "
+        "with each stage switched off); prints the tables, writes report.json and a chart.")
 
 
-def add_arguments(parser):
-    pass
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--docs", required=True, type=Path, metavar="DIR", help="folder of Markdown files")
+    parser.add_argument("--questions", required=True, type=Path, metavar="Q.jsonl",
+                        help="question set: id, question, intent, answerable, gold_file, gold_heading_path, key_facts")
+    parser.add_argument("--collection", metavar="NAME",
+                        help="Weaviate collection to ingest into and query (default: one named after DIR)")
+    parser.add_argument("--out", type=Path, default=Path("eval-out"), metavar="DIR",
+                        help="where report.json, eval.png and the result lines go (default ./eval-out)")
+    parser.add_argument("--ablate", action="store_true",
+                        help="also run the pipeline with each stage switched off in turn")
+    parser.add_argument("--subset", type=int, metavar="N", help="only N questions, taken in turn from each intent")
+    parser.add_argument("--no-baselines", action="store_true", help="skip the two naive baselines")
 
 
-def run(args):
-    raise NotImplementedError("eval")
+def run(args) -> int:
+    import sys
+
+    if not args.docs.is_dir():
+        print(f"fieldguide eval: {args.docs} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        from fieldguide.evaluation.metrics import read_jsonl
+
+        questions = read_jsonl(args.questions)
+        if not questions or any("id" not in q or "question" not in q for q in questions):
+            raise ValueError("every line needs an \"id\" and a \"question\"")
+    except (OSError, ValueError) as exc:
+        print(f"fieldguide eval: {args.questions}: {exc}", file=sys.stderr)
+        return 2
+
+    from fieldguide.errors import FieldguideError
+    from fieldguide.evaluation.report import slice_tables
+    from fieldguide.evaluation.runner import auto_collection, evaluate, subset_questions, system_order, write_outputs
+    from fieldguide.settings import get_settings
+
+    questions = subset_questions(questions, args.subset)
+    settings = get_settings().model_copy(update={"collection": args.collection or auto_collection(args.docs)})
+    log = lambda message: print(message, file=sys.stderr)  # noqa: E731
+    try:
+        run_ = evaluate(args.docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines, log=log)
+    except FieldguideError as exc:
+        print(f"fieldguide eval: {exc}", file=sys.stderr)
+        return 1
+    meta = {"docs": args.docs.name, "questions_file": args.questions.name, "questions": len(questions),
+            "subset": args.subset, "ablate": args.ablate}
+    paths = write_outputs(run_, args.out, meta)
+    print(slice_tables(run_.scores, system_order(run_)))
+    seconds = run_.facts["seconds"]
+    print(f"\n{len(questions)} questions; seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items())
+          + f"; total {sum(seconds.values()):.1f}")
+    print(f"wrote {paths['report']}, {paths['chart']} and {paths['results']}/*.jsonl")
+    return 0

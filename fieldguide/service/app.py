@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from fastapi import FastAPI, Header, Request
+from fastapi import BackgroundTasks, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
@@ -83,10 +83,20 @@ class Service:
         return resolve_asset_url(url, source, self.settings.image_base_url)
 
     # -- turns ---------------------------------------------------------------------------
-    def start_turn(self, conversation: Conversation, question: str) -> None:
+    def reserve_turn(self, conversation: Conversation) -> None:
+        """Mark a turn as running before it starts, so readers wait for it and follow-ups get 409."""
         conversation.turn_started_at_id = conversation.last_id
         conversation.last_listened = time.monotonic()  # the abandonment clock starts now
         conversation.cancel_reason = None
+        conversation.reserved = True
+
+    async def begin_turn(self, conversation: Conversation, question: str) -> None:
+        self.start_turn(conversation, question)  # (async: background tasks that are not run in a thread)
+
+    def start_turn(self, conversation: Conversation, question: str) -> None:
+        conversation.reserved = False
+        if conversation.evicted:
+            return
         config = {
             "configurable": {**self.configurable, "thread_id": conversation.id},
             "metadata": {"conversation_id": conversation.id},
@@ -111,9 +121,14 @@ class Service:
         now = time.monotonic()
         limit = self.settings.abandon_after_seconds
         for conversation in self.conversations:
-            if conversation.running and conversation.unheard_for(now) > limit:
-                conversation.cancel_reason = f"the answer was cancelled: nobody listened for {limit:g} s"
-                conversation.task.cancel()
+            if not conversation.running or conversation.unheard_for(now) <= limit:
+                continue
+            if conversation.task is None or conversation.task.done():  # accepted, but never started
+                conversation.reserved = False
+                conversation.append("error", {"message": "the answer could not be started"})
+                continue
+            conversation.cancel_reason = f"the answer was cancelled: nobody listened for {limit:g} s"
+            conversation.task.cancel()
         self.conversations.evict_expired(now)
 
     async def janitor(self) -> None:
@@ -127,9 +142,9 @@ class Service:
                 log.exception("janitor sweep failed")
 
     async def shutdown(self) -> None:
-        tasks = [c.task for c in self.conversations if c.running]
+        tasks = [c.task for c in self.conversations if c.task is not None and not c.task.done()]
         for conversation in self.conversations:
-            if conversation.running:
+            if conversation.task is not None and not conversation.task.done():
                 conversation.cancel_reason = "the service is shutting down"
                 conversation.task.cancel()
         if tasks:
@@ -224,7 +239,7 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     app.state.service = service
 
     @app.post("/conversations", status_code=202)
-    async def start_conversation(body: QuestionIn) -> JSONResponse:
+    async def start_conversation(body: QuestionIn, background: BackgroundTasks) -> JSONResponse:
         question = body.question.strip()
         if not question:
             raise invalid("question", "the question is empty", body.question)
@@ -246,8 +261,11 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
             except ConversationLimitReached as exc:
                 return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
             stream_url = f"/conversations/{conversation.id}/stream"
-        service.start_turn(conversation, question)
-        return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202)
+        service.reserve_turn(conversation)
+        # Started once the 202 is on the wire: a run's first steps cost CPU the reply need not wait for.
+        background.add_task(service.begin_turn, conversation, question)
+        return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202,
+                            background=background)
 
     @app.get("/conversations/{conversation_id}/stream")
     async def stream_conversation(conversation_id: str, after: int = 0,

@@ -43,11 +43,12 @@ class Conversation:
     last_activity: float = field(default_factory=time.monotonic)
     evicted: bool = False
     cancel_reason: str | None = None
+    reserved: bool = False  # a turn was accepted and is about to start
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def running(self) -> bool:
-        return self.task is not None and not self.task.done()
+        return self.reserved or (self.task is not None and not self.task.done())
 
     def append(self, name: str, data: dict[str, Any]) -> int:
         self.last_id += 1
@@ -129,7 +130,7 @@ class ConversationRegistry:
         conversation = self._conversations.pop(conversation_id, None)
         if conversation is None:
             return
-        if conversation.running:
+        if conversation.task is not None and not conversation.task.done():
             conversation.cancel_reason = "the conversation was evicted"
             conversation.task.cancel()
         conversation.evicted = True

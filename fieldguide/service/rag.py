@@ -13,9 +13,18 @@ import secrets
 from typing import Any
 
 from fastapi import FastAPI, Request
+from typing_extensions import NotRequired, TypedDict
 
 THREAD_HEADER = "x-thread-id"
 _THREAD_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,80}$")
+
+
+class RagInput(TypedDict):
+    """What /rag accepts. Declared here because the playground's form cannot render
+    `str | None` fields (the graph's own input schema has one)."""
+
+    question: str
+    conversation_id: NotRequired[str]
 
 
 def add_rag_routes(app: FastAPI, graph, *, configurable: dict[str, Any] | None = None, path: str = "/rag") -> None:
@@ -34,7 +43,7 @@ def add_rag_routes(app: FastAPI, graph, *, configurable: dict[str, Any] | None =
 
     add_routes(
         app,
-        graph,
+        graph.with_types(input_type=RagInput),
         path=path,
         per_req_config_modifier=per_request_config,
         enable_feedback_endpoint=False,

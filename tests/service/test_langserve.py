@@ -1,0 +1,74 @@
+"""LangServe routes at /rag, driven by RemoteRunnable against a real server on loopback."""
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from langserve import RemoteRunnable
+
+from fieldguide.service.scripted_graph import DEFAULT_ANSWER, build_scripted_graph, split_tokens
+from tests.service.conftest import make_app, serve
+
+
+@pytest.fixture(scope="module")
+def rag_server():
+    app = make_app()
+    with serve(app) as base:
+        yield base, app
+
+
+def test_invoke_returns_the_final_state(rag_server):
+    base, _ = rag_server
+    result = RemoteRunnable(base + "/rag/", timeout=30).invoke({"question": "Which fields does the form have?"})
+    assert result["answer"] == DEFAULT_ANSWER
+    assert result["intent"] == "screen" and result["abstain"] is False
+    assert result["context"][0]["source"] == "screens/booking-form.md"
+
+
+def test_stream_yields_node_updates(rag_server):
+    base, _ = rag_server
+    chunks = list(RemoteRunnable(base + "/rag/", timeout=30).stream({"question": "Which fields?"}))
+    assert chunks, "nothing streamed"
+    updates = {node: update for chunk in chunks for node, update in chunk.items()}
+    assert list(updates) == ["route", "search", "generate"]
+    assert updates["generate"]["answer"] == DEFAULT_ANSWER
+
+
+def test_astream_events_carries_the_tokens(rag_server):
+    base, _ = rag_server
+
+    async def collect():
+        tokens = []
+        async for event in RemoteRunnable(base + "/rag/", timeout=30).astream_events(
+                {"question": "Which fields?"}, version="v2"):
+            if event["event"] == "on_chat_model_stream" and event["data"]["chunk"].content:
+                tokens.append(event["data"]["chunk"].content)
+        return tokens
+
+    tokens = asyncio.run(collect())
+    assert tokens == split_tokens(DEFAULT_ANSWER)
+
+
+def test_each_call_gets_its_own_thread_unless_one_is_named(rag_server):
+    base, app = rag_server
+    graph = app.state.service.graph
+    anonymous = RemoteRunnable(base + "/rag/", timeout=30)
+    anonymous.invoke({"question": "one"})
+    anonymous.invoke({"question": "two"})
+    named = RemoteRunnable(base + "/rag/", timeout=30, headers={"X-Thread-Id": "desk-7"})
+    named.invoke({"question": "first"})
+    named.invoke({"question": "second"})
+    state = graph.get_state({"configurable": {"thread_id": "desk-7"}})
+    assert state.values["questions"] == ["first", "second"]
+
+
+def test_playground_and_schemas_are_served(rag_server):
+    base, _ = rag_server
+    with httpx.Client(timeout=30) as client:
+        page = client.get(base + "/rag/playground/")
+        assert page.status_code == 200 and "<html" in page.text.lower()
+        schema = client.get(base + "/rag/input_schema").json()
+        if "$ref" in schema:
+            schema = schema["$defs"][schema["$ref"].rsplit("/", 1)[-1]]
+        assert "question" in schema["properties"] and schema["required"] == ["question"]

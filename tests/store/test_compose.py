@@ -1,0 +1,63 @@
+"""docker-compose.yml cannot run here; check what can be checked by reading it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
+
+
+def _env(service: dict) -> dict:
+    env = service.get("environment", {})
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+    return {key: str(value) for key, value in env.items()}
+
+
+def test_weaviate_is_pinned_without_vectorizer_and_persistent():
+    compose = _compose()
+    weaviate = compose["services"]["weaviate"]
+    assert weaviate["image"] == "cr.weaviate.io/semitechnologies/weaviate:1.39.0"
+    env = _env(weaviate)
+    assert env["DEFAULT_VECTORIZER_MODULE"] == "none"
+    assert env.get("ENABLE_MODULES", "") == ""
+    assert env["DISABLE_TELEMETRY"] == "true"
+    data_path = env["PERSISTENCE_DATA_PATH"]
+    volumes = [v.split(":") for v in weaviate["volumes"]]
+    assert any(target == data_path and source in compose["volumes"] for source, target, *_ in volumes)
+    ports = {p.split(":")[-1] for p in weaviate["ports"]}
+    assert {"8080", "50051"} <= ports
+
+
+def test_weaviate_health_check_uses_ready_endpoint():
+    check = _compose()["services"]["weaviate"]["healthcheck"]
+    assert "/v1/.well-known/ready" in " ".join(check["test"])
+    assert check["retries"] >= 1
+
+
+def test_app_points_at_the_weaviate_service():
+    compose = _compose()
+    app = compose["services"]["app"]
+    env = _env(app)
+    assert env["FIELDGUIDE_WEAVIATE_URL"] == "http://weaviate:8080"
+    assert env["FIELDGUIDE_WEAVIATE_GRPC_PORT"] == "50051"
+    assert app["depends_on"]["weaviate"]["condition"] == "service_healthy"
+    assert app["build"] == "."
+    command = " ".join(app["command"]) if isinstance(app["command"], list) else app["command"]
+    assert "fieldguide ingest" in command
+    assert command.index("fieldguide ingest") < command.index("fieldguide serve --host 0.0.0.0 --port 8000")
+    assert (ROOT / "Dockerfile").is_file()
+
+
+def test_dockerfile_installs_the_project_on_python_311():
+    lines = [line.strip() for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines()]
+    assert lines[[line.startswith("FROM") for line in lines].index(True)] == "FROM python:3.11-slim"
+    assert any(line.startswith("RUN pip install") and line.endswith(" .") for line in lines)
+    text = "\n".join(lines)
+    assert "FIELDGUIDE_WEAVIATE_URL=http://weaviate:8080" in text
+    assert "fieldguide serve --host 0.0.0.0 --port 8000" in text

@@ -1,0 +1,73 @@
+"""The locally managed server: found, shared between processes, persistent, stoppable."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fieldguide import weaviate_server
+from fieldguide.settings import Settings
+
+
+def test_binary_search_order(tmp_path, monkeypatch):
+    data_bin = tmp_path / "data" / "bin"
+    go_bin = tmp_path / "gopath" / "bin"
+    for directory in (data_bin, go_bin):
+        directory.mkdir(parents=True)
+        (directory / "weaviate-server").write_text("#!/bin/sh\n")
+        (directory / "weaviate-server").chmod(0o755)
+    monkeypatch.setenv("GOBIN", str(go_bin))
+    settings = Settings(data_dir=tmp_path / "data", weaviate_binary=None)
+    assert weaviate_server.find_binary(settings) == data_bin / "weaviate-server"
+    (data_bin / "weaviate-server").unlink()
+    assert weaviate_server.find_binary(settings) == go_bin / "weaviate-server"
+    explicit = Settings(data_dir=tmp_path / "data", weaviate_binary=go_bin / "weaviate-server")
+    assert weaviate_server.find_binary(explicit) == go_bin / "weaviate-server"
+
+
+def test_configured_binary_that_does_not_exist_is_refused(tmp_path):
+    from fieldguide.errors import StoreUnavailable
+
+    settings = Settings(data_dir=tmp_path, weaviate_binary=tmp_path / "nope")
+    with pytest.raises(StoreUnavailable, match="FIELDGUIDE_WEAVIATE_BINARY"):
+        weaviate_server.find_binary(settings)
+
+
+@pytest.mark.weaviate
+def test_two_processes_share_one_server_that_survives_a_restart(tmp_path):
+    if weaviate_server.find_binary(Settings(data_dir=tmp_path / "probe")) is None:
+        pytest.skip("no weaviate-server binary (run `fieldguide weaviate build`)")
+    env = dict(os.environ, FIELDGUIDE_DATA_DIR=str(tmp_path / "data"),
+               FIELDGUIDE_LOCAL_HTTP_PORT=str(weaviate_server.free_port()),
+               FIELDGUIDE_LOCAL_GRPC_PORT=str(weaviate_server.free_port()))
+    env.pop("FIELDGUIDE_WEAVIATE_URL", None)
+    settings = Settings(data_dir=Path(env["FIELDGUIDE_DATA_DIR"]), weaviate_url=None,
+                        local_http_port=int(env["FIELDGUIDE_LOCAL_HTTP_PORT"]),
+                        local_grpc_port=int(env["FIELDGUIDE_LOCAL_GRPC_PORT"]))
+    command = [sys.executable, "-m", "fieldguide.cli", "weaviate", "start"]
+    try:
+        starters = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    for _ in range(2)]
+        outputs = [p.communicate(timeout=180) for p in starters]
+        assert [p.returncode for p in starters] == [0, 0], outputs
+        pids = {json.loads(out)["pid"] for out, _ in outputs}
+        assert len(pids) == 1  # both got the same server
+
+        from fieldguide.store import open_store
+
+        with open_store(settings, collection="Persisted") as store:
+            store.ensure_collections()
+            store.set_manifest("m", 3, "1")
+        assert weaviate_server.stop(settings)
+        assert not weaviate_server.is_ready(settings.local_http_port)
+
+        with open_store(settings, collection="Persisted") as store:  # starts it again
+            assert store.manifest() == {"embedding_model": "m", "dimension": 3, "chunker_version": "1"}
+        status = weaviate_server.status(settings)
+        assert status["ready"] and status["pid"] not in pids
+    finally:
+        weaviate_server.stop(settings)
