@@ -24,6 +24,7 @@ from pydantic import ConfigDict, PrivateAttr
 from fieldguide.errors import ModelUnavailable
 
 DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+REPEAT_PENALTY = 1.15
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
 
 
@@ -88,6 +89,8 @@ class LlamaCppChatModel(BaseChatModel):
                 messages=to_chat_messages(messages), stream=True, stop=stop or [],
                 max_tokens=int(kwargs.get("max_tokens", self.max_tokens)),
                 temperature=float(kwargs.get("temperature", self.temperature)),
+                # Small models loop on their own phrases without a mild penalty.
+                repeat_penalty=REPEAT_PENALTY,
             )
             for event in stream:
                 delta = event["choices"][0].get("delta") or {}

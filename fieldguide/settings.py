@@ -50,13 +50,16 @@ class Settings(BaseSettings):
     collection: str = "FieldguideChunks"
 
     # --- query pipeline (per-request overridable) ----------------------------------
-    search_k: int = 12
+    # Defaults tuned on the development corpus with the offline defaults (docs/TUNING.md).
+    search_k: int = 20
     min_similarity: float = 0.25
     reranker_model: str | None = Field(
         None, description="sentence-transformers CrossEncoder name or path; unset: the fallback scorer.")
-    rerank_min: float = 0.0
+    rerank_min: float = Field(
+        0.55, description="Strict minimum rerank score, on the active scorer's scale (the fallback scorer's "
+        "by default; a cross-encoder's raw logits need their own value).")
     max_chunks: int = 4
-    context_token_budget: int = 1200
+    context_token_budget: int = Field(800, description="Tokens of context after reassembly (embedding tokenizer).")
     hybrid_alpha: float | None = Field(None, description="Use hybrid (BM25+vector) search with this alpha.")
     screen_k: int = Field(
         6, description="Screen-only candidates searched in addition to search_k for screen and ambiguous questions.")

@@ -72,6 +72,8 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
     otherwise they are opened here. `token_pass=False` only serves to measure what the
     token-safe pass buys (`fieldguide eval --ablate`, into a collection of its own).
     """
+    if not Path(docs_dir).is_dir():
+        raise FieldguideError(f"{docs_dir} is not a directory.")
     if store is None:
         from fieldguide.store import open_store
 
@@ -87,8 +89,6 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
     log = log or (lambda message: print(message, file=sys.stderr))
     started = time.perf_counter()
     docs_dir = Path(docs_dir)
-    if not docs_dir.is_dir():
-        raise FieldguideError(f"{docs_dir} is not a directory.")
     summary = IngestSummary()
 
     model_id = embedding_model_id(settings)

@@ -1,9 +1,9 @@
-"""Shared test set-up: offline models, no telemetry, and one real Weaviate server per session.
+"""Shared test set-up: offline models, no telemetry, and one real Weaviate server per test run.
 
 The `weaviate_service` fixture starts a real weaviate-server (the same way fieldguide runs its
 local server) on free loopback ports with a throw-away data directory, exports
 FIELDGUIDE_WEAVIATE_URL / FIELDGUIDE_WEAVIATE_GRPC_PORT so that code and subprocesses under
-test talk to it, and stops it when the session ends. When FIELDGUIDE_WEAVIATE_URL is already
+test talk to it, and stops it when the test run ends. When FIELDGUIDE_WEAVIATE_URL is already
 set (e.g. a compose service in CI) that server is used instead.
 
 `weaviate_settings` gives each test Settings pointing at the server with a collection of its
@@ -24,7 +24,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 @pytest.fixture(scope="session")
 def weaviate_service(tmp_path_factory):
-    """{"url", "grpc_port", "http_port"} of a ready Weaviate for the whole session."""
+    """{"url", "grpc_port", "http_port"} of a ready Weaviate for the whole test run."""
     from fieldguide import weaviate_server
     from fieldguide.settings import Settings, get_settings
 
@@ -60,7 +60,7 @@ def weaviate_service(tmp_path_factory):
 
 @pytest.fixture
 def weaviate_settings(weaviate_service, tmp_path):
-    """Settings pointing at the session's Weaviate, with a fresh collection for this test."""
+    """Settings pointing at the shared test Weaviate, with a fresh collection for this test."""
     from fieldguide.settings import Settings
     from fieldguide.store import ChunkStore, connect
 
@@ -77,7 +77,7 @@ def weaviate_settings(weaviate_service, tmp_path):
 
 @pytest.fixture(scope="session")
 def embeddings():
-    """The packaged embedding model, loaded once per session."""
+    """The packaged embedding model, loaded once per test run."""
     from fieldguide.embedding import load_embeddings
     from fieldguide.settings import Settings
 

@@ -38,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     import json
+    import os
     import sys
     import time
 
@@ -68,7 +69,8 @@ def run(args) -> int:
     parts = set(args.only or ALL_PARTS)
     settings = get_settings().model_copy(update={"collection": args.collection or auto_collection(docs)})
     log = lambda message: print(message, file=sys.stderr)  # noqa: E731
-    figures: dict = {"docs": docs.name, "questions": len(questions), "cpus": __import__("os").cpu_count(),
+    figures: dict = {"docs": docs.name, "questions": len(questions), "cpus": os.cpu_count(),
+                     "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
                      "collection": settings.collection}
     started = time.perf_counter()
     try:
@@ -92,6 +94,7 @@ def run(args) -> int:
         print(f"fieldguide bench: {exc}", file=sys.stderr)
         return 1
     figures["seconds"] = round(time.perf_counter() - started, 1)
+    figures["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     print(bench.summary(figures))

@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    import os
     import sys
 
     if not args.docs.is_dir():
@@ -51,7 +52,8 @@ def run(args) -> int:
     except FieldguideError as exc:
         print(f"fieldguide eval: {exc}", file=sys.stderr)
         return 1
-    meta = {"docs": args.docs.name, "questions_file": args.questions.name, "questions": len(questions),
+    meta = {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+            "docs": args.docs.name, "questions_file": args.questions.name, "questions": len(questions),
             "subset": args.subset, "ablate": args.ablate}
     paths = write_outputs(run_, args.out, meta)
     print(slice_tables(run_.scores, system_order(run_)))

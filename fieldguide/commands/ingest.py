@@ -34,6 +34,15 @@ def run(args) -> int:
     except FieldguideError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        # a server that dies or refuses mid-run: one line, not a traceback
+        from weaviate.exceptions import WeaviateBaseError
+
+        if not isinstance(exc, WeaviateBaseError):
+            raise
+        print(f"error: Weaviate failed during ingest: {' '.join(str(exc).split())[:400]} "
+              "(re-run the same command: finished files are kept, the rest is redone)", file=sys.stderr)
+        return 1
     result = summary.to_dict()
     if args.json:
         print(json.dumps(result))

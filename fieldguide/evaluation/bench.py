@@ -11,11 +11,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -116,12 +117,6 @@ def bench_generation(questions: list[str], settings, max_answer_tokens: int) -> 
 
 
 # -------------------------------------------------------------------------- service
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def rss_mib(pid: int) -> float:
     with open(f"/proc/{pid}/status", encoding="ascii") as fh:
         for line in fh:
@@ -134,7 +129,7 @@ class ServedProcess:
     """`fieldguide serve` on a free loopback port, until the context ends."""
 
     def __init__(self, docs_dir: Path, settings, max_answer_tokens: int, log=print):
-        self.port = free_port()
+        self.port = load_benchmark("bench_service").free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = child_env(settings)
         env["FIELDGUIDE_MAX_ANSWER_TOKENS"] = str(max_answer_tokens)
@@ -142,7 +137,9 @@ class ServedProcess:
         command = [sys.executable, "-m", "fieldguide.cli", "serve", "--port", str(self.port), "--docs",
                    str(docs_dir), "--collection", settings.collection, "--log-level", "warning"]
         self.log = log
-        self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # stderr to a file: a pipe nobody reads would fill up and stall the server
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=self.stderr, text=True)
 
     def __enter__(self) -> "ServedProcess":
         import httpx
@@ -150,7 +147,10 @@ class ServedProcess:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"fieldguide serve exited: {self.process.stderr.read()[-1500:]}")
+                self.stderr.seek(0)
+                message = self.stderr.read()[-1500:]
+                self.stderr.close()
+                raise RuntimeError(f"fieldguide serve exited: {message}")
             try:
                 if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
                     return self
@@ -167,39 +167,50 @@ class ServedProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.stderr.close()
 
 
-async def converse(client, question: str) -> dict:
-    """POST a question, follow its event stream to `done`/`error`; times from the POST."""
+@functools.lru_cache(maxsize=None)
+def load_benchmark(name: str):
+    """A script of benchmarks/ as a module (its client code is reused, not copied), or None outside a checkout."""
+    import importlib.util
+
+    path = REPO_ROOT / "benchmarks" / f"{name}.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"fieldguide_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def converse(client, base: str, question: str) -> dict:
+    """Ask once and follow the stream to its end (bench_service.ask_and_read); times from the POST."""
+    import httpx
+
     started = time.perf_counter()
-    created = await client.post("/conversations", json={"question": question})
-    if created.status_code != 202:
-        return {"error": f"HTTP {created.status_code}"}
-    row: dict = {"tokens": 0}
-    event = None
-    async with client.stream("GET", created.json()["stream_url"]) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("event:"):
-                event = line.split(":", 1)[1].strip()
-            elif line.startswith("data:") and event:
-                if event == "token":
-                    row["tokens"] += 1
-                    row.setdefault("ttft_ms", round((time.perf_counter() - started) * 1000, 1))
-                elif event in ("done", "error"):
-                    row["total_ms"] = round((time.perf_counter() - started) * 1000, 1)
-                    if event == "error":
-                        row["error"] = json.loads(line.split(":", 1)[1]).get("message", "error")
-                    return row
-    row["error"] = "stream ended without done"
+    try:
+        events = await load_benchmark("bench_service").ask_and_read(client, base, question)
+    except httpx.HTTPError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    tokens = [at for name, _data, at in events if name == "token"]
+    row: dict = {"tokens": len(tokens)}
+    if events:
+        row["total_ms"] = round((events[-1][2] - started) * 1000, 1)
+    if tokens:
+        row["ttft_ms"] = round((tokens[0] - started) * 1000, 1)
+    if not events or events[-1][0] != "done":
+        row["error"] = events[-1][1][:200] if events else "no events"
     return row
 
 
 async def concurrent_conversations(url: str, questions: list[str], n: int) -> dict:
     import httpx
 
-    async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600.0)) as client:
+    limits = httpx.Limits(max_connections=n * 2, max_keepalive_connections=n * 2)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0), limits=limits) as client:
         started = time.perf_counter()
-        rows = await asyncio.gather(*(converse(client, questions[i % len(questions)]) for i in range(n)))
+        rows = await asyncio.gather(*(converse(client, url, questions[i % len(questions)]) for i in range(n)))
         wall = time.perf_counter() - started
     done = [r for r in rows if "error" not in r]
     return {"conversations": n, "completed": len(done), "errors": sorted({r["error"] for r in rows if "error" in r}),
@@ -213,10 +224,10 @@ async def soak(url: str, pid: int, questions: list[str], n: int, log=print) -> d
 
     samples = [(0, round(rss_mib(pid), 1))]
     errors = 0
-    async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600.0)) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0)) as client:
         started = time.perf_counter()
         for i in range(n):
-            row = await converse(client, questions[i % len(questions)])
+            row = await converse(client, url, questions[i % len(questions)])
             errors += "error" in row
             samples.append((i + 1, round(rss_mib(pid), 1)))
             if (i + 1) % 10 == 0:
@@ -251,6 +262,8 @@ def save_rss_chart(samples: list[tuple[int, float]], path: Path) -> None:
 
 def bench_service(docs_dir: Path, settings, questions: list[str], *, concurrent: int, soak_n: int,
                   max_answer_tokens: int, out_dir: Path, log=print) -> dict:
+    if load_benchmark("bench_service") is None:
+        return {"skipped": "benchmarks/bench_service.py not found: run from a checkout of the repository"}
     with ServedProcess(docs_dir, settings, max_answer_tokens, log) as served:
         figures = {"max_answer_tokens": max_answer_tokens, "rss_ready_mib": round(rss_mib(served.process.pid), 1)}
         if concurrent:

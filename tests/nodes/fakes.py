@@ -91,7 +91,10 @@ def make_resources(records, *, chat_model=None, reranker=None, model_id=None, **
     from fieldguide.settings import Settings
     from graph.runtime import Resources
 
-    settings = Settings(**settings)
+    # Pin the knobs the tests rely on, so re-tuning the defaults does not change them.
+    pinned = {"search_k": 12, "screen_k": 6, "min_similarity": 0.25, "rerank_min": 0.0, "max_chunks": 4,
+              "context_token_budget": 1200}
+    settings = Settings(**{**pinned, **settings})
     model_id = model_id or embedding_model_id(settings)
     resources = Resources(settings, store=FakeStore(records, model_id=model_id),
                           embeddings=FakeEmbeddings(), reranker=reranker or LexicalFallbackScorer(),

@@ -1,0 +1,89 @@
+"""One real run: packaged embedding model, real Weaviate, packaged GGUF chat model."""
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fieldguide.retrieval import open_resources, stream_answer
+from graph.graph import build_graph
+
+pytestmark = [pytest.mark.weaviate, pytest.mark.models]
+
+LONG_STEPS = "\n".join(f"{i}. Step {i} of the export: check the column mapping number {i} before you go on "
+                       "and confirm the preview table looks right for your bank." for i in range(1, 60))
+DOCS = {
+    "screens/export.md": "# Export screen\n\n## Export button\n\nThe **Export** button sits in the top right "
+                         "corner of the Reports screen. Click it to download a CSV file.\n\n"
+                         "## Export steps\n\n" + LONG_STEPS + "\n",
+    "concepts/rollover.md": "# Monthly rollover\n\nUnspent money in a category rolls over to the next month. "
+                            "Overspending is taken out of next month's available money.\n",
+}
+
+
+@pytest.fixture
+def small_corpus(tmp_path, weaviate_settings):
+    from ingest.pipeline import ingest_folder
+
+    docs = tmp_path / "docs"
+    for name, text in DOCS.items():
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text(text, encoding="utf-8")
+    ingest_folder(docs, weaviate_settings, progress=False)
+    return weaviate_settings
+
+
+def test_a_real_question_streams_a_grounded_answer(small_corpus):
+    settings = small_corpus.model_copy(update={"max_answer_tokens": 48, "chat_context_window": 2048})
+
+    async def ask():
+        tokens, final = [], {}
+        with open_resources(settings) as resources:
+            async for kind, payload in stream_answer(build_graph(), "Where is the export button?", resources):
+                if kind == "token":
+                    tokens.append(payload)
+                else:
+                    final = payload
+        return tokens, final
+
+    tokens, final = asyncio.run(ask())
+    assert final["intent"] == "screen" and final["abstain"] is False
+    assert final["context"][0]["source"] == "screens/export.md"
+    assert len(tokens) > 1 and final["answer"]
+
+
+def test_retrieve_batch_reassembles_a_split_section(small_corpus, tmp_path):
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "question": "How do I confirm the column mapping preview "
+                                     "table during the export steps?"}) + "\n"
+                         + json.dumps({"id": "q2", "question": "Why does overspending reduce next month?"}) + "\n")
+    env = dict(os.environ, FIELDGUIDE_WEAVIATE_URL=small_corpus.weaviate_url,
+               FIELDGUIDE_WEAVIATE_GRPC_PORT=str(small_corpus.weaviate_grpc_port))
+    done = subprocess.run([sys.executable, "-m", "fieldguide.cli", "retrieve", "--batch", str(questions),
+                           "--collection", small_corpus.collection], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["q1", "q2"]
+    first = lines[0]
+    steps = [b for b in first["context"] if b["heading_path"][-1] == "Export steps"]
+    assert steps and steps[0]["part_count"] > 1
+    indexes = [b["part_index"] for b in steps]
+    assert indexes == sorted(indexes) and len(set(indexes)) == len(indexes)
+    assert set(first["timings_ms"]) >= {"embed", "search", "rerank", "total"}
+    assert lines[1]["intent"] == "conceptual"
+    assert lines[1]["context"][0]["source"] == "concepts/rollover.md"
+
+
+def test_retrieve_refuses_a_missing_index(weaviate_settings, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q", "question": "anything?"}) + "\n")
+    env = dict(os.environ, FIELDGUIDE_WEAVIATE_URL=weaviate_settings.weaviate_url,
+               FIELDGUIDE_WEAVIATE_GRPC_PORT=str(weaviate_settings.weaviate_grpc_port))
+    done = subprocess.run([sys.executable, "-m", "fieldguide.cli", "retrieve", "--batch", str(questions),
+                           "--collection", weaviate_settings.collection], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode != 0
+    assert "fieldguide ingest" in done.stderr and "Traceback" not in done.stderr
