@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import threading
@@ -43,9 +44,13 @@ def _load_llama(path: str, n_ctx: int):
     try:
         from llama_cpp import Llama
 
-        return Llama(model_path=path, n_ctx=n_ctx, n_threads=max(1, (os.cpu_count() or 2)), verbose=False)
+        llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=max(1, (os.cpu_count() or 2)), verbose=False)
     except Exception as exc:
         raise ModelUnavailable(f"cannot load GGUF chat model {path}: {exc}") from exc
+    # Free the model while the interpreter is still whole: left to the garbage collector at
+    # shutdown, llama.cpp's finaliser finds its library already unloaded and prints a traceback.
+    atexit.register(llama.close)
+    return llama
 
 
 _llama_locks: dict[str, threading.Lock] = {}

@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     hybrid_alpha: float | None = Field(None, description="Use hybrid (BM25+vector) search with this alpha.")
     screen_k: int = Field(
         6, description="Screen-only candidates searched in addition to search_k for screen and ambiguous questions.")
+    parent_intro: bool = Field(
+        True, description="Add a subsection hit's parent section intro (its own first part) when the budget allows.")
+    dedupe: bool = Field(
+        False, description="Drop a candidate that nearly repeats a better-ranked one's text before the chunk cap.")
 
     # --- generation -------------------------------------------------------------------
     chat_provider: str = Field("local", description="`local` (GGUF via llama.cpp) or `openai` (compatible endpoint).")

@@ -258,6 +258,34 @@ class ChunkStore:
             return_properties=list(CHUNK_FIELDS))
         return sorted((_record(obj.properties) for obj in response.objects), key=lambda r: r["part_index"])
 
+    def section_intros(self, sections: Sequence[tuple[str, Sequence[str], int | None]]) -> list[dict | None]:
+        """For each (source, heading_path, before_line): that section's first part, its own body.
+
+        One query for all of them. When a file repeats a heading path, the occurrence nearest
+        above `before_line` is taken (a parent starts above its child). None where the section
+        has no body of its own (a heading followed directly by a child heading).
+        """
+        from weaviate.classes.query import Filter
+
+        if not sections or not self.exists():
+            return [None] * len(sections)
+        sources = sorted({source for source, _, _ in sections})
+        # heading_path is word-tokenized (searchable), so it is matched exactly here, not in the
+        # filter; embed_text (the bulk of a record, unused in a context) is left on the server.
+        response = self.chunks.query.fetch_objects(
+            filters=Filter.by_property("source").contains_any(sources), limit=10000,
+            return_properties=[name for name in CHUNK_FIELDS if name != "embed_text"])
+        firsts: dict[tuple, list[dict]] = {}
+        for record in (_record(obj.properties) for obj in response.objects):
+            if record["part_index"] == 1:
+                firsts.setdefault((record["source"], tuple(record["heading_path"])), []).append(record)
+        found = []
+        for source, heading_path, before_line in sections:
+            matches = [r for r in firsts.get((source, tuple(heading_path)), [])
+                       if before_line is None or r["line_start"] <= before_line]
+            found.append(max(matches, key=lambda r: r["line_start"], default=None))
+        return found
+
     def ready(self, embedding_model_id: str | None = None) -> bool:
         """Weaviate answers and the collection exists (built with `embedding_model_id`, when given)."""
         try:

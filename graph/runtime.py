@@ -34,6 +34,8 @@ class QueryOptions:
     temperature: float
     use_reassembly: bool  # off only to measure what a stage buys (fieldguide eval --ablate)
     use_routing: bool
+    parent_intro: bool  # put a subsection hit's parent intro before it, budget allowing
+    dedupe: bool  # drop near-copies of a better-ranked chunk before the cap
 
     @classmethod
     def from_config(cls, config: dict | None, settings: Settings | None = None) -> "QueryOptions":
@@ -51,6 +53,8 @@ class QueryOptions:
             "temperature": settings.temperature,
             "use_reassembly": True,
             "use_routing": True,
+            "parent_intro": settings.parent_intro,
+            "dedupe": settings.dedupe,
         }
         overrides = (config or {}).get("configurable") or {}
         aliases = {"k": "search_k", "reranker": "use_reranker", "reassembly": "use_reassembly",

@@ -32,6 +32,7 @@ class ContextBlock(TypedDict):
     similarity: float | None
     rerank_score: float | None
     images: list[str]
+    context_role: NotRequired[str]  # "parent_intro": a hit subsection's parent intro, placed before it
 
 
 class SectionGap(TypedDict):

@@ -6,7 +6,12 @@ laid out in order. Budget (`context_token_budget`, in the embedding tokenizer's 
 as stored in `token_count`) is spent in two passes:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
-2. their siblings, section by section in rank order, nearest part to a hit first.
+2. their siblings, section by section in rank order, nearest part to a hit first;
+3. with `parent_intro` on, the introduction of a hit subsection's parent (the first part
+   of the parent's own body, `store.section_intros`), shortest first, each only if it
+   fits. Steps often sit in that introduction ("open Settings, click Show advanced
+   settings") while the hit is the child below it. The intro is placed right before
+   the child's section and marked `context_role: "parent_intro"`.
 
 Parts that do not fit are recorded in `gaps`, and the prompt marks the gap. Parts
 overlap their neighbour slightly at ingest; when two neighbours are both kept, the
@@ -54,15 +59,17 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
     hits = state.get("cap_results") or []
     with Stopwatch() as sw:
         if options.use_reassembly:
+            store = resources_for(config).store
             context, gaps = assemble(hits, state.get("search_results") or [], options.context_token_budget,
-                                     lambda group_id: resources_for(config).store.group_parts(group_id))
+                                     store.group_parts, store.section_intros if options.parent_intro else None)
         else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
             context, gaps = [to_block(hit) for hit in hits], []
     return {"context": context, "gaps": gaps, "timings_ms": with_timing(state, "reassemble", sw.ms)}
 
 
-def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts) -> tuple[list[dict], list[dict]]:
-    """Pure reassembly: ranked hits + a part fetcher -> (context blocks, gaps)."""
+def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
+             section_intros=None) -> tuple[list[dict], list[dict]]:
+    """Pure reassembly: ranked hits + a part fetcher (+ a parent intro fetcher) -> (context blocks, gaps)."""
     scored = {c["chunk_id"]: c for c in pool}
     scored.update({h["chunk_id"]: h for h in hits})
     groups: dict[str, list[dict]] = {}  # group id -> all parts, in order (rank order of groups)
@@ -100,10 +107,15 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts) -> tu
                 chosen[gid].add(index)
                 used += cost
 
+    # Pass 3: parent intros.
+    intros = parent_intros(groups, chosen, budget - used, section_intros) if section_intros else {}
+
     context, gaps = [], []
     for gid, parts in groups.items():
         if not chosen[gid]:
             continue
+        if gid in intros:
+            context.append({**to_block(intros[gid]), "context_role": "parent_intro"})
         previous = None
         for part in parts:
             index = int(part["part_index"])
@@ -119,6 +131,35 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts) -> tu
         if missing:
             gaps.append({"group_id": gid, "missing_parts": missing, "part_count": int(parts[0]["part_count"])})
     return context, gaps
+
+
+def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], room: int,
+                  section_intros) -> dict[str, dict]:
+    """child group id -> its parent's intro, for the kept subsections whose parent fits in `room`.
+
+    One intro per parent, before the first (best-ranked) child that needs it; none for a
+    parent already in the context as a section of its own.
+    """
+    wanted: dict[tuple, str] = {}  # (source, parent path) -> first child group id
+    for gid, parts in groups.items():
+        head = parts[0]
+        path = list(head.get("heading_path") or [])
+        if chosen[gid] and len(path) > 1 and head.get("chunk_type") != "note":
+            wanted.setdefault((head["source"], tuple(path[:-1])), gid)
+    if not wanted or room <= 0:
+        return {}
+    requests = [(source, list(path), int(groups[gid][0].get("line_start") or 0) or None)
+                for (source, path), gid in wanted.items()]
+    present = {gid for gid in groups if chosen[gid]}
+    candidates = [(token_cost(intro), n, gid, intro)
+                  for n, (gid, intro) in enumerate(zip(wanted.values(), section_intros(requests)))
+                  if intro and intro["group_id"] not in present]
+    intros = {}
+    for cost, _, gid, intro in sorted(candidates, key=lambda c: (c[0], c[1])):  # shortest first
+        if cost <= room:
+            intros[gid] = {**intro, "similarity": None, "rerank_score": None}
+            room -= cost
+    return intros
 
 
 def _scores(candidate: dict | None) -> dict:

@@ -53,8 +53,14 @@ def format_context(blocks: list[dict], gaps: list[dict] | None = None) -> str:
         part_count = int(block.get("part_count") or 1)
         if part_count > 1:
             attrs.append(f'part="{block["part_index"]} of {part_count}"')
+        intro = block.get("context_role") == "parent_intro"
+        if intro:
+            attrs.append('role="parent intro"')
         lines.append(f"<excerpt {' '.join(attrs)}>")
-        if part_count > 1:
+        if intro:
+            lines.append("[Introduction of the parent section, given for the subsection that follows"
+                         + ("; the rest of the parent section is not included.]" if part_count > 1 else ".]"))
+        elif part_count > 1:
             note = f"[Reassembled section: part {block['part_index']} of {part_count}."
             gap = missing.get(block.get("group_id"))
             if gap:

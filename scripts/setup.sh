@@ -50,4 +50,9 @@ if [ "$WITH_TEST" = 1 ] && ! command -v chromium >/dev/null; then
     echo "note: chromium is not installed; browser tests will be skipped (sudo apt-get install chromium)" >&2
   fi
 fi
+# LangGraph Studio's server lives in its own environment, .venv-studio (see README);
+# FIELDGUIDE_STUDIO_TESTS=0 leaves it out, and the studio test then skips.
+if [ "$WITH_TEST" = 1 ] && [ "${FIELDGUIDE_STUDIO_TESTS:-1}" != 0 ]; then
+  bash scripts/setup-studio.sh
+fi
 echo "setup done: $(.venv/bin/fieldguide --help >/dev/null && echo fieldguide ready)"

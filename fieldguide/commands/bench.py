@@ -69,7 +69,7 @@ def run(args) -> int:
     parts = set(args.only or ALL_PARTS)
     settings = get_settings().model_copy(update={"collection": args.collection or auto_collection(docs)})
     log = lambda message: print(message, file=sys.stderr)  # noqa: E731
-    figures: dict = {"docs": docs.name, "questions": len(questions), "cpus": os.cpu_count(),
+    figures: dict = {"docs": f"{docs.resolve().parent.name}/{docs.name}", "questions": len(questions), "cpus": os.cpu_count(),
                      "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
                      "collection": settings.collection}
     started = time.perf_counter()

@@ -53,7 +53,7 @@ def run(args) -> int:
         print(f"fieldguide eval: {exc}", file=sys.stderr)
         return 1
     meta = {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-            "docs": args.docs.name, "questions_file": args.questions.name, "questions": len(questions),
+            "docs": f"{args.docs.resolve().parent.name}/{args.docs.name}", "questions_file": args.questions.name, "questions": len(questions),
             "subset": args.subset, "ablate": args.ablate}
     paths = write_outputs(run_, args.out, meta)
     print(slice_tables(run_.scores, system_order(run_)))

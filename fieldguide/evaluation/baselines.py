@@ -11,6 +11,7 @@ metrics score them side by side with the pipeline.
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -47,15 +48,25 @@ def split_corpus(docs_dir: Path, mode: str) -> list[dict]:
 class BaselineIndex:
     """One baseline's chunks and their vectors (rows normalised, so a dot product is the cosine)."""
 
-    def __init__(self, mode: str, docs_dir: Path, embeddings):
+    def __init__(self, mode: str, docs_dir: Path, embeddings, cache_dir: Path | None = None, model_id: str = ""):
         import numpy as np
 
         self.mode = mode
         self.embeddings = embeddings
         self.chunks = split_corpus(docs_dir, mode)
         started = time.perf_counter()
-        vectors = embeddings.embed_documents([c["text"] for c in self.chunks]) if self.chunks else []
-        self.vectors = np.asarray(vectors, dtype=np.float32).reshape(len(self.chunks), -1)
+        # The same texts and model give the same vectors: a re-run loads them instead of embedding again.
+        key = hashlib.sha256("\0".join([model_id, *(c["text"] for c in self.chunks)]).encode()).hexdigest()[:16]
+        cached = cache_dir / f"{mode}-{key}.npy" if cache_dir else None
+        self.from_cache = bool(cached and cached.is_file())
+        if self.from_cache:
+            self.vectors = np.load(cached)
+        else:
+            vectors = embeddings.embed_documents([c["text"] for c in self.chunks]) if self.chunks else []
+            self.vectors = np.asarray(vectors, dtype=np.float32).reshape(len(self.chunks), -1)
+            if cached:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                np.save(cached, self.vectors)
         self.embed_seconds = time.perf_counter() - started
 
     def result_line(self, question_id: str, question: str, k: int = TOP_K) -> dict:
@@ -71,8 +82,10 @@ class BaselineIndex:
                 "timings_ms": {"total": round(total_ms, 3)}}
 
 
-def run_baseline(mode: str, docs_dir: Path, questions: list[dict], embeddings) -> tuple[list[dict], dict]:
-    """(result lines, facts about the run: chunk count and embedding seconds)."""
-    index = BaselineIndex(mode, docs_dir, embeddings)
+def run_baseline(mode: str, docs_dir: Path, questions: list[dict], embeddings, cache_dir: Path | None = None,
+                 model_id: str = "") -> tuple[list[dict], dict]:
+    """(result lines, facts about the run: chunk count, embedding seconds, whether vectors came from the cache)."""
+    index = BaselineIndex(mode, docs_dir, embeddings, cache_dir, model_id)
     lines = [index.result_line(q["id"], q["question"]) for q in questions]
-    return lines, {"chunks": len(index.chunks), "embed_seconds": round(index.embed_seconds, 2)}
+    return lines, {"chunks": len(index.chunks), "embed_seconds": round(index.embed_seconds, 2),
+                   "vectors_cached": index.from_cache}

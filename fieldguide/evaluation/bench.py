@@ -49,7 +49,8 @@ def bench_ingest(docs_dir: Path, collection: str) -> dict:
     if completed.returncode != 0:
         return {"error": (completed.stderr or completed.stdout).strip()[-1000:]}
     figures = json.loads(completed.stdout[completed.stdout.index("{"):])
-    figures["corpus"] = Path(str(figures.get("corpus", docs_dir))).name
+    corpus = Path(str(figures.get("corpus", docs_dir)))
+    figures["corpus"] = f"{corpus.resolve().parent.name}/{corpus.name}"  # no absolute paths in reports
     chunks = figures.get("chunks") or 0
     if figures.get("full_ingest_seconds"):
         figures["ingest_texts_per_s"] = round(chunks / figures["full_ingest_seconds"], 1)

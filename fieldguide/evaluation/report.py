@@ -60,7 +60,7 @@ def save_chart(scores: dict[str, dict[str, dict]], systems: list[str], path: Pat
         overall = scores[system]["all"]
         points.setdefault((overall["ctx_words"], overall["facts_all"]), []).append(system)
     for (words, facts), names in points.items():
-        left.scatter(words, facts, s=40)
+        left.scatter(words, facts, s=40, color=f"C{systems.index(names[0]) % 10}")
         left.annotate("\n".join(names), (words, facts), textcoords="offset points", xytext=(5, 4), fontsize=8)
     left.set_xlabel("mean context words per question (less is cheaper)")
     left.set_ylabel("facts_all (all key facts in context)")
@@ -71,13 +71,13 @@ def save_chart(scores: dict[str, dict[str, dict]], systems: list[str], path: Pat
     width = 0.8 / max(1, len(systems))
     for n, system in enumerate(systems):
         xs = [i + n * width for i in range(len(slices))]
-        right.bar(xs, [scores[system][s]["facts_all"] for s in slices], width, label=system)
+        right.bar(xs, [scores[system][s]["facts_all"] for s in slices], width, label=system, color=f"C{n % 10}")
     right.set_xticks([i + width * (len(systems) - 1) / 2 for i in range(len(slices))])
     right.set_xticklabels(slices)
     right.set_ylabel("facts_all")
-    right.set_ylim(0, 1)
+    right.set_ylim(0, 1.3)  # headroom for the legend
     right.set_title("facts_all per question slice")
-    right.legend(fontsize=7, ncol=2)
+    right.legend(fontsize=7, ncol=3, loc="upper center")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

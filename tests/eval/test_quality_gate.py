@@ -20,10 +20,15 @@ import pytest
 from fieldguide.evaluation.gate import QualityGateFailure, check_floors
 from fieldguide.evaluation.report import format_table
 
+# Ingesting the corpus (2152 chunks) takes 2-3 minutes on an idle 2-core machine; leave room for a busy one.
+pytestmark = pytest.mark.timeout(1800)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Every third question of the dev set (both intents, two unanswerable), fixed before measuring.
 GATE_IDS = [f"actual-budget-{n:03d}" for n in (1, 4, 7, 10, 13, 16, 19, 21, 24, 27, 30, 33, 36, 39)]
-FLOORS = {"facts_all": 0.0, "facts_soft": 0.0, "file_hit": 0.0}
+# Measured on this subset (docs/BENCHMARKS.md): facts_all 0.75, facts_soft 0.778, file_hit 0.833
+# (12 answerable questions, so one question is 0.083). Each floor allows one question to slip.
+FLOORS = {"facts_all": 0.66, "facts_soft": 0.69, "file_hit": 0.75}
 
 
 def corpus_dir() -> Path:

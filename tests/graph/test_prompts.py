@@ -69,3 +69,13 @@ def test_prompt_node_builds_system_history_and_question():
 
 def test_prompt_node_builds_nothing_when_abstaining():
     assert prompt({"question": "q", "abstain": True})["prompt_messages"] == []
+
+
+def test_a_parent_intro_is_marked_as_such_and_not_as_a_reassembled_part():
+    intro = {**BLOCKS[2], "chunk_id": "r", "group_id": "r", "heading_path": ["Reports"], "part_count": 2,
+             "context_role": "parent_intro"}
+    text = format_context([intro, BLOCKS[0]], GAPS)
+    excerpt = text.split("</excerpt>")[0]
+    assert 'role="parent intro"' in excerpt and 'part="1 of 2"' in excerpt
+    assert "[Introduction of the parent section, given for the subsection that follows;" in excerpt
+    assert "Reassembled section" not in excerpt and "left out here" not in excerpt

@@ -73,6 +73,15 @@ class FakeStore:
         self.calls.append(("group_parts", group_id))
         return sorted((dict(r) for r in self.records if r["group_id"] == group_id), key=lambda r: r["part_index"])
 
+    def section_intros(self, sections):
+        self.calls.append(("section_intros", len(sections)))
+        found = []
+        for source, heading_path, before_line in sections:
+            matches = [r for r in self.records if r["source"] == source and r["heading_path"] == list(heading_path)
+                       and r["part_index"] == 1 and (before_line is None or r["line_start"] <= before_line)]
+            found.append(dict(max(matches, key=lambda r: r["line_start"])) if matches else None)
+        return found
+
     def ready(self):
         return True
 

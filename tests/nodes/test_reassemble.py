@@ -60,3 +60,73 @@ def test_overlap_between_neighbour_parts_is_trimmed():
                             token_count=5)
     context, _ = assemble([hit(records[0])], [], 100, parts_of(records))
     assert context[1]["text"] == "and more"
+
+
+def intro_fetcher(records):
+    """section_intros over in-memory records (first part, nearest occurrence above the child)."""
+    def fetch(sections):
+        found = []
+        for source, path, before_line in sections:
+            matches = [r for r in records if r["source"] == source and r["heading_path"] == list(path)
+                       and r["part_index"] == 1 and (before_line is None or r["line_start"] <= before_line)]
+            found.append(max(matches, key=lambda r: r["line_start"]) if matches else None)
+        return found
+    return fetch
+
+
+def family():
+    parent = record("p", "Open Settings and click Show advanced settings.", heading_path=("Settings",),
+                    token_count=10)
+    child = record("c", "The budget ID is shown here.", heading_path=("Settings", "Budget ID"),
+                   chunk_type="subsection", token_count=10)
+    return parent, dict(child, line_start=5, line_end=8)
+
+
+def test_a_subsection_hit_gets_its_parent_intro_right_before_it_labelled():
+    parent, child = family()
+    other = record("o", "Other topic.", source="other.md", token_count=10)
+    context, gaps = assemble([hit(other), hit(child)], [], 30, parts_of([]), intro_fetcher([parent, child, other]))
+    assert [(b["chunk_id"], b.get("context_role")) for b in context] == [
+        ("o", None), ("p", "parent_intro"), ("c", None)]
+    assert context[1]["rerank_score"] is None and gaps == []
+
+
+def test_no_parent_intro_when_it_does_not_fit_or_is_switched_off_or_already_there():
+    parent, child = family()
+    fetch = intro_fetcher([parent, child])
+    assert [b["chunk_id"] for b in assemble([hit(child)], [], 15, parts_of([]), fetch)[0]] == ["c"]
+    assert [b["chunk_id"] for b in assemble([hit(child)], [], 100, parts_of([]))[0]] == ["c"]
+    both = assemble([hit(child), hit(parent)], [], 100, parts_of([]), fetch)[0]
+    assert [b["chunk_id"] for b in both] == ["c", "p"] and not any(b.get("context_role") for b in both)
+
+
+def test_parent_intros_go_shortest_first_within_the_budget():
+    long_parent = record("lp", "long " * 20, source="a.md", heading_path=("A",), token_count=20)
+    long_child = dict(record("lc", "a child", source="a.md", heading_path=("A", "Sub"),
+                             chunk_type="subsection", token_count=10), line_start=30)
+    short_parent = record("sp", "short", source="b.md", heading_path=("B",), token_count=5)
+    short_child = dict(record("sc", "b child", source="b.md", heading_path=("B", "Sub"),
+                              chunk_type="subsection", token_count=10), line_start=30)
+    fetch = intro_fetcher([long_parent, long_child, short_parent, short_child])
+    context, _ = assemble([hit(long_child), hit(short_child)], [], 40, parts_of([]), fetch)
+    assert [b["chunk_id"] for b in context] == ["lc", "sp", "sc"]
+
+
+def test_the_parent_occurrence_nearest_above_the_child_is_taken():
+    first = dict(record("p1", "first", heading_path=("Setup",), token_count=5), line_start=1)
+    second = dict(record("p2", "second", heading_path=("Setup",), token_count=5), line_start=20)
+    child = dict(record("c", "child", heading_path=("Setup", "Step"), chunk_type="subsection",
+                        token_count=5), line_start=25)
+    context, _ = assemble([hit(child)], [], 100, parts_of([]), intro_fetcher([first, second, child]))
+    assert [b["chunk_id"] for b in context] == ["p2", "c"]
+
+
+def test_the_node_fetches_parent_intros_only_when_asked():
+    parent, child = family()
+    resources = make_resources([parent, child])
+    update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=True))
+    assert [b["chunk_id"] for b in update["context"]] == ["p", "c"]
+    assert ("section_intros", 1) in resources.store.calls
+    resources = make_resources([parent, child])
+    update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=False))
+    assert [b["chunk_id"] for b in update["context"]] == ["c"] and resources.store.calls == []

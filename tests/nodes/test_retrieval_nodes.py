@@ -96,6 +96,18 @@ def test_cap_applies_minimum_then_maximum():
     assert update["abstain"] is False
 
 
+def test_cap_drops_near_copies_before_the_maximum_when_asked():
+    text = ("Open Settings, then Advanced, and press Reset budget cache to rebuild every cached value. "
+            "This can take a while on a large budget file, and the app reloads when it is done.")
+    ranked = [dict(cand("a", 0.5, text=text, source="settings.md"), rerank_score=0.9),
+              dict(cand("a-copy", 0.5, text=text.replace("large", "big"), source="tour.md"), rerank_score=0.85),
+              dict(cand("b", 0.5, text="Budget ID is shown under Advanced settings."), rerank_score=0.8)]
+    config = config_for(make_resources([]), rerank_min=0.5, max_chunks=2)
+    assert cap({"rerank_results": ranked}, config)["stages"]["cap"] == ["a", "a-copy"]
+    config["configurable"]["dedupe"] = True
+    assert cap({"rerank_results": ranked}, config)["stages"]["cap"] == ["a", "b"]
+
+
 def test_cap_abstains_and_names_the_nearest_sections_when_nothing_survives():
     pool = [cand("a", 0.2, heading_path=("Billing",)), cand("b", 0.3, heading_path=("Team",), source="team.md")]
     ranked = [dict(c, rerank_score=0.1) for c in pool]
