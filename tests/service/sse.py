@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -16,44 +16,47 @@ class Sse:
         return json.loads(self.data)
 
 
-def iter_sse(response, comments: list[str] | None = None):
-    """Yield events from `response.iter_lines()`; comment lines (heartbeats) go to `comments`."""
-    event, data, event_id = "message", [], None
-    for line in response.iter_lines():
+@dataclass
+class SseParser:
+    """Feeds lines one at a time; returns an event when a blank line completes one."""
+
+    comments: list[str] | None = None
+    event: str = "message"
+    data: list[str] = field(default_factory=list)
+    event_id: str | None = None
+
+    def feed(self, line: str) -> Sse | None:
         if line == "":
-            if data:
-                yield Sse(event, "\n".join(data), event_id)
-            event, data, event_id = "message", [], None
-            continue
+            done = Sse(self.event, "\n".join(self.data), self.event_id) if self.data else None
+            self.event, self.data, self.event_id = "message", [], None
+            return done
         if line.startswith(":"):
-            if comments is not None:
-                comments.append(line[1:].strip())
-            continue
+            if self.comments is not None:
+                self.comments.append(line[1:].strip())
+            return None
         name, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if name == "event":
-            event = value
+            self.event = value
         elif name == "data":
-            data.append(value)
+            self.data.append(value)
         elif name == "id":
-            event_id = value
+            self.event_id = value
+        return None
+
+
+def iter_sse(response, comments: list[str] | None = None):
+    """Yield events from `response.iter_lines()`; comment lines (heartbeats) go to `comments`."""
+    parser = SseParser(comments)
+    for line in response.iter_lines():
+        event = parser.feed(line)
+        if event is not None:
+            yield event
 
 
 async def aiter_sse(response):
-    event, data, event_id = "message", [], None
+    parser = SseParser()
     async for line in response.aiter_lines():
-        if line == "":
-            if data:
-                yield Sse(event, "\n".join(data), event_id)
-            event, data, event_id = "message", [], None
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
-        elif name == "id":
-            event_id = value
+        event = parser.feed(line)
+        if event is not None:
+            yield event
