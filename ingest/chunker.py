@@ -145,7 +145,7 @@ class Chunker:
                breadcrumb: str, common: dict) -> list[Chunk]:
         breadcrumb = self._fitting_breadcrumb(breadcrumb)
         blocks = [b for b in doc.blocks if b.end >= piece.start and b.start < piece.end]
-        fixed = self.counter.special_tokens + self.counter.count_pieces([breadcrumb])[0]
+        fixed = self.counter.special_tokens + self.counter.count_piece(breadcrumb)
         budget = self.limit - fixed - PART_LABEL_RESERVE
         for _ in range(8):  # shrink the budget until every part fits (rarely more than once)
             parts = self.splitter.split(text, line_tokens, blocks, piece.start, budget)
@@ -178,7 +178,7 @@ class Chunker:
     def _fitting_breadcrumb(self, breadcrumb: str) -> str:
         """A breadcrumb so long that little room is left for text loses its top crumbs, then words."""
         crumbs = breadcrumb.split(BREADCRUMB_SEPARATOR)
-        while self.limit - self.counter.count(BREADCRUMB_SEPARATOR.join(crumbs) + "\n\n") \
+        while self.limit - self.counter.special_tokens - self.counter.count_piece(BREADCRUMB_SEPARATOR.join(crumbs)) \
                 - PART_LABEL_RESERVE < MIN_TEXT_BUDGET:
             if len(crumbs) > 1:
                 crumbs = crumbs[1:]

@@ -27,9 +27,8 @@ HEADING_WORDS = ("screen", "page", "dialog", "tab", "menu", "settings", "view", 
 TABLE_HEADER_WORDS = ("field", "option", "button", "column", "menu", "setting", "control", "label", "input")
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
-# One pass finds every UI word (as a whole word); cheaper than lower-casing and testing each word.
-_UI_WORD = re.compile(r"(?<![A-Za-z'-])(?:" + "|".join(sorted(map(re.escape, UI_WORDS), key=len, reverse=True))
-                      + r")(?![A-Za-z'-])", re.IGNORECASE)
+_LOWER_WORD = re.compile(r"[a-z][a-z'-]*")
+_UI = frozenset(UI_WORDS)
 _IMAGE = re.compile(r"!\[[^\]]*\]\(|<img\b", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*([^*\n]{1,40})\*\*")
 
@@ -50,9 +49,9 @@ def decide_content_kind(text: str, heading_path: list[str], front_matter: dict) 
     override = front_matter.get("content_kind") or front_matter.get("fieldguide_kind")
     if isinstance(override, str) and override.strip().lower() in ("screen", "prose"):
         return override.strip().lower(), "front matter override"
-    word_count = len(text.split())
-    ui_hits = [w.lower() for w in _UI_WORD.findall(text)]
-    density = 100.0 * len(ui_hits) / max(word_count, 1)
+    words = _LOWER_WORD.findall(text.lower())
+    ui_hits = [w for w in words if w in _UI]
+    density = 100.0 * len(ui_hits) / max(len(words), 1)
     score = 0
     reasons = []
     if _IMAGE.search(text):
