@@ -9,14 +9,16 @@
 """
 from __future__ import annotations
 
+import asyncio
 import atexit
 import importlib.util
 import os
+import queue
 import threading
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, AsyncIterator, Iterator
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -61,11 +63,18 @@ def to_chat_messages(messages: list[BaseMessage]) -> list[dict[str, str]]:
             for m in messages]
 
 
+_DONE = object()
+
+
 class LlamaCppChatModel(BaseChatModel):
     """A chat model over `llama_cpp.Llama.create_chat_completion(stream=True)`.
 
     The Llama is loaded on first use and cached per (path, n_ctx); one generation at a
-    time per model file (llama.cpp contexts are not thread-safe).
+    time per model file (llama.cpp contexts are not thread-safe). Each generation runs in
+    a thread of its own that takes the model's lock and hands tokens over through a queue:
+    the lock is never held across a `yield`, so a waiting generation cannot starve the
+    shared thread pool that the holder needs to make progress (with LangChain's default
+    async streaming, every chunk is fetched by a pool thread).
     """
 
     model_path: str
@@ -86,23 +95,65 @@ class LlamaCppChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_path": self.model_path, "n_ctx": self.n_ctx}
 
+    def _start(self, messages: list[BaseMessage], stop: list[str] | None, emit, **kwargs: Any) -> threading.Event:
+        """Generates in a thread of its own; `emit(text)` per token, then `emit(_DONE)` or
+        `emit(exception)`. Setting the returned event stops the generation early."""
+        cancelled = threading.Event()
+
+        def produce() -> None:
+            try:
+                llama = _load_llama(self.model_path, self.n_ctx)
+                with self._lock:
+                    if cancelled.is_set():
+                        return
+                    stream = llama.create_chat_completion(
+                        messages=to_chat_messages(messages), stream=True, stop=stop or [],
+                        max_tokens=int(kwargs.get("max_tokens", self.max_tokens)),
+                        temperature=float(kwargs.get("temperature", self.temperature)),
+                        # Small models loop on their own phrases without a mild penalty.
+                        repeat_penalty=REPEAT_PENALTY,
+                    )
+                    for event in stream:
+                        if cancelled.is_set():
+                            break
+                        text = (event["choices"][0].get("delta") or {}).get("content")
+                        if text:
+                            emit(text)
+                emit(_DONE)
+            except Exception as exc:  # handed to the consumer, raised there
+                emit(exc)
+
+        threading.Thread(target=produce, name="llama-generate", daemon=True).start()
+        return cancelled
+
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        llama = _load_llama(self.model_path, self.n_ctx)
-        with self._lock:
-            stream = llama.create_chat_completion(
-                messages=to_chat_messages(messages), stream=True, stop=stop or [],
-                max_tokens=int(kwargs.get("max_tokens", self.max_tokens)),
-                temperature=float(kwargs.get("temperature", self.temperature)),
-                # Small models loop on their own phrases without a mild penalty.
-                repeat_penalty=REPEAT_PENALTY,
-            )
-            for event in stream:
-                delta = event["choices"][0].get("delta") or {}
-                text = delta.get("content")
-                if text:
-                    # BaseChatModel.stream reports each chunk to the callbacks (on_llm_new_token).
-                    yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+        tokens: queue.Queue = queue.Queue()
+        cancelled = self._start(messages, stop, tokens.put, **kwargs)
+        try:
+            while (item := tokens.get()) is not _DONE:
+                if isinstance(item, Exception):
+                    raise item
+                # BaseChatModel.stream reports each chunk to the callbacks (on_llm_new_token).
+                yield ChatGenerationChunk(message=AIMessageChunk(content=item))
+        finally:
+            cancelled.set()
+
+    async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                       run_manager: AsyncCallbackManagerForLLMRun | None = None,
+                       **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        loop = asyncio.get_running_loop()
+        tokens: asyncio.Queue = asyncio.Queue()
+        cancelled = self._start(messages, stop, lambda item: loop.call_soon_threadsafe(tokens.put_nowait, item),
+                                **kwargs)
+        try:
+            while (item := await tokens.get()) is not _DONE:
+                if isinstance(item, Exception):
+                    raise item
+                # BaseChatModel.astream reports each chunk to the callbacks.
+                yield ChatGenerationChunk(message=AIMessageChunk(content=item))
+        finally:
+            cancelled.set()  # the turn was cancelled or failed: free the model for the next one
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
