@@ -26,6 +26,8 @@ FILE_NAMESPACE = uuidlib.UUID("0f6b9a51-7c2e-5d4f-9a3b-1e2d3c4b5a69")
 # chunk record fields (DESIGN's chunk table) and how Weaviate stores them
 TEXT_FIELDS_FILTERED = ("chunk_id", "group_id", "chunk_type", "content_kind", "source")
 INT_FIELDS = ("part_index", "part_count", "line_start", "line_end", "token_count")
+# How many same-named sections of one file `section_intros` looks through.
+INTRO_OCCURRENCES = 4
 CHUNK_FIELDS = (
     "chunk_id", "group_id", "part_index", "part_count", "chunk_type", "content_kind", "source",
     "line_start", "line_end", "heading_path", "text", "embed_text", "token_count", "images",
@@ -57,6 +59,7 @@ class ChunkStore:
         self.name = collection_name(name)
         self.manifest_name = f"{self.name}Manifest"
         self.files_name = f"{self.name}Files"
+        self._seen_collection = False  # once it exists, read paths stop asking (a round trip each)
 
     # --- collections ------------------------------------------------------------------
     @property
@@ -64,7 +67,9 @@ class ChunkStore:
         return self.client.collections.use(self.name)
 
     def exists(self) -> bool:
-        return self.client.collections.exists(self.name)
+        if not self._seen_collection:
+            self._seen_collection = self.client.collections.exists(self.name)
+        return self._seen_collection
 
     def ensure_collections(self) -> None:
         """Create the three collections if missing (explicit schema, never auto-schema)."""
@@ -118,6 +123,7 @@ class ChunkStore:
                 properties=[text("source"), text("sha256"), integer("chunk_count")])
 
     def drop(self) -> None:
+        self._seen_collection = False
         for name in (self.name, self.manifest_name, self.files_name):
             if self.client.collections.exists(name):
                 self.client.collections.delete(name)
@@ -249,40 +255,42 @@ class ChunkStore:
 
     def group_parts(self, group_id: str) -> list[dict]:
         """Every part of a split section, ordered by part_index."""
+        return self.group_parts_many([group_id])[group_id]
+
+    def group_parts_many(self, group_ids: Sequence[str]) -> dict[str, list[dict]]:
+        """Every part of each split section, ordered by part_index: one query for all of them."""
         from weaviate.classes.query import Filter
 
-        if not self.exists():
-            return []
+        found: dict[str, list[dict]] = {gid: [] for gid in group_ids}
+        if not group_ids or not self.exists():
+            return found
         response = self.chunks.query.fetch_objects(
-            filters=Filter.by_property("group_id").equal(group_id), limit=1000,
-            return_properties=list(CHUNK_FIELDS))
-        return sorted((_record(obj.properties) for obj in response.objects), key=lambda r: r["part_index"])
+            filters=Filter.by_property("group_id").contains_any(list(found)), limit=10000,
+            return_properties=[name for name in CHUNK_FIELDS if name != "embed_text"])
+        for record in (_record(obj.properties) for obj in response.objects):
+            found.setdefault(record["group_id"], []).append(record)
+        for parts in found.values():
+            parts.sort(key=lambda r: r["part_index"])
+        return found
 
     def section_intros(self, sections: Sequence[tuple[str, Sequence[str], int | None]]) -> list[dict | None]:
         """For each (source, heading_path, before_line): that section's first part, its own body.
 
-        One query for all of them. When a file repeats a heading path, the occurrence nearest
-        above `before_line` is taken (a parent starts above its child). None where the section
-        has no body of its own (a heading followed directly by a child heading).
+        One query for all of them, by id: a section's group id derives from its source, heading
+        path and occurrence (`ingest.chunk.make_group_id`), so the first few occurrences are
+        asked for and the one nearest above `before_line` is taken (a parent starts above its
+        child). None where the section has no body of its own (a heading followed directly by
+        a child heading, which then opens the child's chunk).
         """
-        from weaviate.classes.query import Filter
+        from ingest.chunk import make_group_id
 
-        if not sections or not self.exists():
-            return [None] * len(sections)
-        sources = sorted({source for source, _, _ in sections})
-        # heading_path is word-tokenized (searchable), so it is matched exactly here, not in the
-        # filter; embed_text (the bulk of a record, unused in a context) is left on the server.
-        response = self.chunks.query.fetch_objects(
-            filters=Filter.by_property("source").contains_any(sources), limit=10000,
-            return_properties=[name for name in CHUNK_FIELDS if name != "embed_text"])
-        firsts: dict[tuple, list[dict]] = {}
-        for record in (_record(obj.properties) for obj in response.objects):
-            if record["part_index"] == 1:
-                firsts.setdefault((record["source"], tuple(record["heading_path"])), []).append(record)
+        candidates = [[make_group_id(source, list(path), n) for n in range(INTRO_OCCURRENCES)]
+                      for source, path, _ in sections]
+        fetched = self.group_parts_many(list(dict.fromkeys(g for ids in candidates for g in ids)))
         found = []
-        for source, heading_path, before_line in sections:
-            matches = [r for r in firsts.get((source, tuple(heading_path)), [])
-                       if before_line is None or r["line_start"] <= before_line]
+        for (_, _, before_line), ids in zip(sections, candidates):
+            firsts = [fetched[g][0] for g in ids if fetched.get(g)]
+            matches = [r for r in firsts if before_line is None or r["line_start"] <= before_line]
             found.append(max(matches, key=lambda r: r["line_start"], default=None))
         return found
 

@@ -60,8 +60,13 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
     with Stopwatch() as sw:
         if options.use_reassembly:
             store = resources_for(config).store
+            group_parts = store.group_parts
+            split = list(dict.fromkeys(h["group_id"] for h in hits if int(h.get("part_count") or 1) > 1))
+            if split and hasattr(store, "group_parts_many"):  # one round trip for every split section
+                fetched = store.group_parts_many(split)
+                group_parts = fetched.__getitem__
             context, gaps = assemble(hits, state.get("search_results") or [], options.context_token_budget,
-                                     store.group_parts, store.section_intros if options.parent_intro else None)
+                                     group_parts, store.section_intros if options.parent_intro else None)
         else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
             context, gaps = [to_block(hit) for hit in hits], []
     return {"context": context, "gaps": gaps, "timings_ms": with_timing(state, "reassemble", sw.ms)}

@@ -68,15 +68,20 @@ def test_group_parts_in_part_order(filled_store):
 
 
 def test_section_intros_find_the_parent_body_nearest_above(filled_store):
+    from ingest.chunk import make_group_id
+
     store, records, _ = filled_store
-    parents = [dict(records[3], chunk_id=cid, group_id=gid, part_index=index, part_count=count, source="page0.md",
-                    heading_path=["Top"], line_start=line, line_end=line + 2, embed_text="Top")
-               for cid, gid, index, count, line in [("p1", "p1", 1, 1, 1), ("p2a", "p2", 1, 2, 20),
-                                                     ("p2b", "p2", 2, 2, 23)]]
-    store.insert_chunks(parents, np.ones((3, DIM), dtype=np.float32))
+    top = [make_group_id("page0.md", ["Top"], n) for n in range(2)]
+    child = make_group_id("page0.md", ["Top", "H0"], 0)
+    rows = [("p1", top[0], 1, 1, 1, ["Top"]), ("p2a", top[1], 1, 2, 20, ["Top"]),
+            ("p2b", top[1], 2, 2, 23, ["Top"]), ("c", child, 1, 1, 5, ["Top", "H0"])]
+    sections = [dict(records[3], chunk_id=cid, group_id=gid, part_index=index, part_count=count, source="page0.md",
+                     heading_path=path, line_start=line, line_end=line + 2, embed_text="Top")
+                for cid, gid, index, count, line, path in rows]
+    store.insert_chunks(sections, np.ones((len(rows), DIM), dtype=np.float32))
     found = store.section_intros([("page0.md", ["Top"], 25), ("page0.md", ["Top"], 10), ("page0.md", ["Top"], 0),
                                   ("page1.md", ["Top"], None), ("page0.md", ["Top", "H0"], None)])
-    assert [f and f["chunk_id"] for f in found] == ["p2a", "p1", None, None, "c0"]
+    assert [f and f["chunk_id"] for f in found] == ["p2a", "p1", None, None, "c"]
     assert found[0]["text"] == records[3]["text"] and found[0]["heading_path"] == ["Top"]
     assert store.section_intros([]) == []
 
