@@ -16,7 +16,7 @@ from ingest.chunk import Chunk, make_group_id, make_part_id
 from ingest.hierarchy import HierarchicalChunk, hierarchical_chunks
 from ingest.kind import decide_content_kind
 from ingest.markdown import ParsedDocument, decode_markdown, parse_markdown
-from ingest.split import Splitter
+from ingest.split import ChunkText, Splitter
 from ingest.tokens import get_counter
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
@@ -164,13 +164,13 @@ class Chunker:
         else:  # pragma: no cover - would mean the splitter cannot make progress
             raise RuntimeError(f"{common['source']}: cannot fit a part of {breadcrumb!r} under {self.limit} tokens")
         group_id = common["group_id"]
-        line_offsets = _line_offsets(text)
+        lines = ChunkText(text, line_tokens)
         chunks = []
         for index, (part, embed_text, tokens) in enumerate(zip(parts, embed_texts, counts), 1):
             chunks.append(Chunk(
                 chunk_id=make_part_id(group_id, index, count), part_index=index, part_count=count,
-                line_start=piece.start + 1 + _line_at(line_offsets, part.start),
-                line_end=piece.start + 1 + _line_at(line_offsets, max(part.end - 1, part.start)),
+                line_start=piece.start + 1 + lines.line_at(part.start),
+                line_end=piece.start + 1 + lines.line_at(max(part.end - 1, part.start)),
                 text=part.text, embed_text=embed_text, token_count=tokens, images=find_images(part.text),
                 **common))
         return chunks
@@ -201,25 +201,3 @@ def _trim(doc: ParsedDocument, piece: HierarchicalChunk) -> HierarchicalChunk | 
     if start >= end:
         return None
     return HierarchicalChunk(piece.chunk_type, piece.heading_path, start, end)
-
-
-def _line_offsets(text: str) -> list[int]:
-    offsets = [0]
-    for line in text.split("\n")[:-1]:
-        offsets.append(offsets[-1] + len(line) + 1)
-    return offsets
-
-
-def _line_at(offsets: list[int], char: int) -> int:
-    import bisect
-
-    return bisect.bisect_right(offsets, char) - 1
-
-
-def chunk_folder(docs_dir: Path, settings=None, batch_files: int = 64):
-    """Yields a ChunkedFile per readable Markdown file of `docs_dir`, in path order."""
-    chunker = Chunker(settings)
-    paths = iter_markdown_files(docs_dir)
-    for first in range(0, len(paths), batch_files):
-        batch = [(p.read_bytes(), p.relative_to(docs_dir).as_posix()) for p in paths[first:first + batch_files]]
-        yield from chunker.chunk_many(batch)

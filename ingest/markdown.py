@@ -128,6 +128,13 @@ def parse_markdown(text: str, source: str = "", warnings: list[str] | None = Non
     def line_of(offset: int) -> int:
         return body_start + bisect.bisect_right(starts, offset) - 1
 
+    def span_lines(begin: int, finish: int) -> tuple[int, int]:
+        """First and last line of a parser span; a span can end on blank bytes: step back onto text."""
+        last = finish - 1
+        while last > begin and encoded[last:last + 1] in _BLANK_BYTES:
+            last -= 1
+        return line_of(begin), line_of(last)
+
     headings: list[Heading] = []
     blocks: list[Block] = []
     if body.strip():
@@ -138,11 +145,7 @@ def parse_markdown(text: str, source: str = "", warnings: list[str] | None = Non
             begin, finish = node.srcmap
             if finish <= begin:
                 continue
-            # the parser's span can end on the newline itself: step back onto real text
-            last = finish - 1
-            while last > begin and encoded[last:last + 1] in _BLANK_BYTES:
-                last -= 1
-            first_line, last_line = line_of(begin), line_of(last)
+            first_line, last_line = span_lines(begin, finish)
             if node.name in ("heading", "lheading"):
                 setext = node.name == "lheading"
                 title, anchor = _heading_title(lines[first_line:last_line + 1], setext)
@@ -151,10 +154,7 @@ def parse_markdown(text: str, source: str = "", warnings: list[str] | None = Non
             if node.name in ("bullet_list", "ordered_list"):
                 for item in node.children:
                     if item.srcmap:
-                        item_last = item.srcmap[1] - 1
-                        while item_last > item.srcmap[0] and encoded[item_last:item_last + 1] in _BLANK_BYTES:
-                            item_last -= 1
-                        block.items.append((line_of(item.srcmap[0]), line_of(item_last)))
+                        block.items.append(span_lines(*item.srcmap))
             blocks.append(block)
     blocks = _group_admonitions(blocks, lines)
     return ParsedDocument(lines, body_start, front_matter, headings, blocks, warnings)

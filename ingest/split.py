@@ -172,7 +172,7 @@ class Splitter:
         """(start, tokens) of the overlap copied from the end of `part`, or None."""
         if self.overlap_tokens <= 0:
             return None
-        limit = min(self.overlap_tokens, (part.tokens - 0) // 3)
+        limit = min(self.overlap_tokens, part.tokens // 3)
         last = chunk.line_at(max(part.end - 1, part.own_start))
         first = chunk.line_at(part.own_start)
         tokens, start = 0, None
