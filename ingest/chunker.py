@@ -7,6 +7,7 @@ kept apart from the stored text, which is the Markdown as written.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from ingest.chunk import Chunk, make_group_id, make_part_id
 from ingest.hierarchy import HierarchicalChunk, hierarchical_chunks
 from ingest.kind import decide_content_kind
 from ingest.markdown import ParsedDocument, decode_markdown, parse_markdown
+from ingest.settings import ChunkingSettings
 from ingest.split import ChunkText, Splitter
 from ingest.tokens import get_counter
 
@@ -66,10 +68,8 @@ class Chunker:
     def __init__(self, settings=None, counter=None, token_pass: bool = True):
         """`token_pass=False` keeps over-long chunks whole (the embedding model then truncates
         them silently): only for measuring what the token-safe pass buys."""
-        if settings is None:
-            from fieldguide.settings import get_settings
-
-            settings = get_settings()
+        if settings is None:  # the chunking subset only: no pydantic to import
+            settings = ChunkingSettings.from_environment()
         self.settings = settings
         self.counter = counter or get_counter(settings.embedding_model)
         self.max_tokens = self.counter.max_tokens
@@ -144,7 +144,10 @@ class Chunker:
     def _split(self, doc: ParsedDocument, piece: HierarchicalChunk, text: str, line_tokens: list[int],
                breadcrumb: str, common: dict) -> list[Chunk]:
         breadcrumb = self._fitting_breadcrumb(breadcrumb)
-        blocks = [b for b in doc.blocks if b.end >= piece.start and b.start < piece.end]
+        # Top-level blocks are in order and do not overlap: the piece's blocks are one slice.
+        first = bisect.bisect_left(doc.block_ends, piece.start)
+        last = bisect.bisect_left(doc.block_starts, piece.end, lo=first)
+        blocks = doc.blocks[first:last]
         fixed = self.counter.special_tokens + self.counter.count_piece(breadcrumb)
         budget = self.limit - fixed - PART_LABEL_RESERVE
         for _ in range(8):  # shrink the budget until every part fits (rarely more than once)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from functools import cached_property
 
-import yaml
 from markdown_it_pyrs import MarkdownIt
 
 _PARSER = MarkdownIt("commonmark").enable_many(["table", "strikethrough"])
@@ -49,6 +49,14 @@ class ParsedDocument:
     blocks: list[Block]
     warnings: list[str]
 
+    @cached_property
+    def block_starts(self) -> list[int]:
+        return [b.start for b in self.blocks]
+
+    @cached_property
+    def block_ends(self) -> list[int]:  # blocks are in order and disjoint, so these are sorted too
+        return [b.end for b in self.blocks]
+
     @property
     def title(self) -> str | None:
         value = self.front_matter.get("title")
@@ -79,6 +87,8 @@ def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> t
         return {}, 0
     for index in range(1, len(lines)):
         if lines[index].rstrip() in ("---", "..."):
+            import yaml  # only files with front matter pay for it
+
             try:
                 data = yaml.safe_load("\n".join(lines[1:index])) or {}
             except yaml.YAMLError as exc:

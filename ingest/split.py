@@ -185,20 +185,22 @@ class Splitter:
                 start = chunk.offsets[index]
         if start is not None:
             return start, tokens
-        # The last line is long: take its trailing words.
+        # The last line is long: take its trailing words, about `limit` tokens of them.
         line_start = max(chunk.offsets[last], part.own_start)
         segment = chunk.text[line_start:part.end]
-        offsets = self.counter.offsets(segment)
-        take = min(limit, len(offsets) // 3)
+        words = self.counter.word_tokens(segment)
+        take = min(limit, sum(tokens for _, tokens in words) // 3)
         if take <= 0:
             return None
-        begin = offsets[-take][0]
-        while begin > 0 and not segment[begin - 1].isspace():
-            begin -= 1  # back to the start of the word, never half a word
-        if begin == 0:
-            return None
-        tail = segment[begin:]
-        return line_start + begin, self.counter.count_pieces([tail])[0]
+        tokens, begin = 0, None
+        for start, word_tokens in reversed(words):
+            tokens += word_tokens
+            begin = start
+            if tokens >= take:
+                break
+        if not begin or not segment[begin - 1].isspace():
+            return None  # the tail would be the whole line, or half a word
+        return line_start + begin, tokens
 
     def split(self, text: str, line_tokens: list[int], blocks: list[Block], first_line: int,
               budget: int) -> list[Part]:

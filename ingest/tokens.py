@@ -7,10 +7,17 @@ because a count that stops at 128 would hide exactly the chunks that are too lon
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
 DEFAULT_MAX_TOKENS = 256
+# Bounds of the word cache: distinct words kept, and the longest word worth keeping.
+MAX_CACHED_WORDS = 100_000
+MAX_CACHED_WORD_CHARS = 256
+# A BERT pre-tokenizer cuts at every punctuation mark; in ASCII, that is every printable
+# character that is not a letter or a digit. What is left are runs of letters and digits.
+_ASCII_ALNUM_RUNS = re.compile(r"[A-Za-z0-9]+")
 
 
 def default_model_path() -> Path:
@@ -54,7 +61,10 @@ class TokenCounter:
         self._tokenizer.no_padding()
         self.max_tokens = model_max_tokens(self.model_dir)
         self.special_tokens = len(self._tokenizer.encode("").ids)
-        self._cache: dict[str, int] = {}
+        self._words: dict[str, int] = {"": 0}  # word -> tokens, see count_pieces
+        self._wordpieces: dict[str, int] = {}  # lowercased letters/digits -> word pieces
+        self._bert_ascii, self._lowercase = _bert_ascii_shortcut(self._tokenizer)
+        self._added = [t.content for t in self._tokenizer.get_added_tokens_decoder().values()]
 
     def count(self, text: str) -> int:
         """Tokens of `text` as one model input, special tokens included."""
@@ -68,26 +78,92 @@ class TokenCounter:
         """Tokens of each text as a fragment of a larger input (no special tokens).
 
         Fragments cut at whitespace add up exactly: the tokenizer splits words at
-        whitespace before it splits them into word pieces. The chunker relies on that.
+        whitespace before it splits them into word pieces, and its normaliser works one
+        character at a time. The chunker relies on that, and so does this count: a text is
+        the sum of its space-separated words, and each distinct word is tokenized once.
+        Documentation repeats its words, so most of a corpus is dictionary lookups.
         """
-        if len(texts) < 32:  # a batch costs a thread-pool round trip; single calls are cheaper
-            return [self.count_piece(t) for t in texts]
-        return [len(e) for e in self._tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+        words_of = [text.split(" ") for text in texts]
+        known = self._words
+        unseen = {w for words in words_of for w in words if w not in known}
+        if len(known) + len(unseen) > MAX_CACHED_WORDS:  # bounded: start afresh
+            self._words = known = {"": 0}  # a new dict: a concurrent caller keeps the old one
+            unseen = {w for words in words_of for w in words} - {""}
+        long_words: dict[str, int] = {}
+        for word, tokens in zip(unseen, self._encode_words(list(unseen))):
+            if len(word) <= MAX_CACHED_WORD_CHARS:
+                known[word] = tokens
+            else:  # a blob is counted for this call only, never kept
+                long_words[word] = tokens
+        if long_words:
+            return [sum(known[w] if w in known else long_words[w] for w in words) for words in words_of]
+        lookup = known.__getitem__
+        return [sum(map(lookup, words)) for words in words_of]
 
     def count_piece(self, text: str) -> int:
-        """Tokens of one fragment; short fragments (labels, breadcrumbs, headers) are cached."""
-        cached = self._cache.get(text)
-        if cached is None:
-            cached = len(self._tokenizer.encode(text, add_special_tokens=False))
-            if len(text) < 200:
-                if len(self._cache) > 50_000:
-                    self._cache.clear()
-                self._cache[text] = cached
-        return cached
+        """Tokens of one fragment (no special tokens)."""
+        return self.count_pieces([text])[0]
+
+    def word_tokens(self, text: str) -> list[tuple[int, int]]:
+        """(start, tokens) of every space-separated word of `text`, in order; empty words
+        (runs of spaces) are left out. Their tokens add up to `count_piece(text)`."""
+        words = text.split(" ")
+        counts = self.count_pieces(words)
+        spans, start = [], 0
+        for word, tokens in zip(words, counts):
+            if word:
+                spans.append((start, tokens))
+            start += len(word) + 1
+        return spans
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of every token of `text` (no special tokens)."""
         return self._tokenizer.encode(text, add_special_tokens=False).offsets
+
+    def _holds_added(self, word: str) -> bool:
+        return any(token in word for token in self._added)
+
+    def _encode_words(self, words: list[str]) -> list[int]:
+        counts = [0] * len(words)
+        slow = []
+        if self._bert_ascii:
+            wordpieces = self._wordpieces
+            for index, word in enumerate(words):
+                # Printable ASCII holding no added token like [MASK]: lowercase, cut at
+                # punctuation, word pieces. The pipeline's answer exactly, without its
+                # per-call cost.
+                if word.isascii() and word.isprintable() and not ("[" in word and self._holds_added(word)):
+                    runs = _ASCII_ALNUM_RUNS.findall(word.lower() if self._lowercase else word)
+                    total = len(word) - sum(map(len, runs))  # every punctuation mark is one token
+                    for run in runs:
+                        known = wordpieces.get(run)
+                        if known is None:
+                            known = wordpieces[run] = len(self._tokenizer.model.tokenize(run))
+                        total += known
+                    counts[index] = total
+                else:
+                    slow.append(index)
+        else:
+            slow = range(len(words))
+        if len(slow) < 32:  # a batch costs a thread-pool round trip; single calls are cheaper
+            for index in slow:
+                counts[index] = len(self._tokenizer.encode(words[index], add_special_tokens=False))
+        else:
+            encoded = self._tokenizer.encode_batch_fast([words[i] for i in slow], add_special_tokens=False)
+            for index, encoding in zip(slow, encoded):
+                counts[index] = len(encoding)
+        return counts
+
+
+def _bert_ascii_shortcut(tokenizer) -> tuple[bool, bool]:
+    """(usable, lowercase): a BERT pipeline (BertNormalizer, BertPreTokenizer, WordPiece) whose
+    vocabulary holds every ASCII punctuation mark can count printable-ASCII words itself."""
+    parts = (tokenizer.normalizer, tokenizer.pre_tokenizer, tokenizer.model)
+    if [type(p).__name__ for p in parts] != ["BertNormalizer", "BertPreTokenizer", "WordPiece"]:
+        return False, False
+    if any(tokenizer.token_to_id(chr(c)) is None for c in range(33, 127) if not chr(c).isalnum()):
+        return False, False
+    return True, bool(tokenizer.normalizer.lowercase)
 
 
 @lru_cache(maxsize=4)

@@ -189,3 +189,32 @@ def test_ids_are_stable_and_local(chunker):
     elsewhere = chunker.chunk_text(original, "other/long.md")
     assert not {c.chunk_id for c in elsewhere} & {c.chunk_id for c in first}
     assert chunk_uuid(first[0].chunk_id) == chunk_uuid(again[0].chunk_id)
+
+
+def test_two_process_output_is_the_one_process_output(tmp_path, monkeypatch, capsys):
+    """`fieldguide chunks` shares a big folder between two processes; the lines, their order
+    and the warnings must not depend on it."""
+    import argparse
+
+    from fieldguide.commands import chunks as command
+
+    for index, name in enumerate(sorted(p.name for p in DATA.glob("*.md"))):
+        (tmp_path / f"{index:02d}-{name}").write_bytes((DATA / name).read_bytes())
+    (tmp_path / "zz-bad.md").write_bytes(b"# Caf\xe9\n\nlatin-1 bytes\n")
+    for name in ("FIELDGUIDE_OVERLAP_TOKENS", "FIELDGUIDE_MERGE_MAX_TOKENS", "FIELDGUIDE_MERGE_CHILD_MAX_TOKENS",
+                 "FIELDGUIDE_TOKEN_LIMIT_FRACTION", "FIELDGUIDE_EMBEDDING_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    args = argparse.Namespace(docs_dir=tmp_path, debug=False)
+
+    monkeypatch.setattr(command, "FORK_MIN_BYTES", 10**12)
+    assert command.run(args) == 0
+    alone = capsys.readouterr()
+    monkeypatch.setattr(command, "FORK_MIN_BYTES", 1)
+    monkeypatch.setattr(command, "_can_fork", lambda: True)
+    monkeypatch.setattr(command, "ROUND_BYTES", 4096)  # several rounds
+    assert command.run(args) == 0
+    shared = capsys.readouterr()
+    assert alone.out.count("\n") > 20
+    assert shared.out == alone.out
+    assert "zz-bad.md" in shared.err and shared.err.count("warning:") == alone.err.count("warning:")
