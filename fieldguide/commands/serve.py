@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     # Before anything heavy is imported or any thread starts: arenas created later are capped.
-    from fieldguide.service.memory import limit_malloc_arenas
+    from fieldguide.service.memory import limit_malloc_arenas, settle_heap
 
     limit_malloc_arenas()
 
@@ -67,6 +67,8 @@ def run(args) -> int:
                 resources.chat_model
             except Exception as exc:  # the first question will report it as an error event
                 print(f"warning: could not preload models: {exc}", file=sys.stderr)
+                return
+            settle_heap()  # the models are here to stay: keep them out of later collections
 
         threading.Thread(target=warm_up, name="warm-up", daemon=True).start()
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,7 +38,8 @@ from fieldguide.service.conversations import (
     ConversationLimitReached,
     ConversationRegistry,
 )
-from fieldguide.service.memory import ReleasePolicy, release_memory
+from fieldguide.service.engine import TurnEngine
+from fieldguide.service.memory import ReleasePolicy, release_memory, settle_heap
 from fieldguide.service.readiness import ReadinessCheck, store_readiness
 from fieldguide.service.turns import run_turn
 from fieldguide.settings import Settings, get_settings
@@ -47,6 +50,7 @@ GraphFactory = Callable[..., Any]  # graph_factory(checkpointer=...) -> compiled
 RETRY_MS = 1000  # how soon a browser's EventSource reconnects after a dropped stream
 READINESS_TIMEOUT = 5.0
 READINESS_CACHE_SECONDS = 1.0
+SWITCH_INTERVAL_SECONDS = 0.001
 
 
 class QuestionIn(BaseModel):
@@ -77,7 +81,10 @@ class Service:
     configurable: dict[str, Any]
     release_policy: ReleasePolicy = field(default_factory=ReleasePolicy)
     resources: Any = None
+    engine: TurnEngine = field(default_factory=TurnEngine)
     _ready_cache: tuple[float, str | None] | None = None
+    _active_turns: int = 0
+    _active_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def resolve(self, url: str, source: str = "") -> str:
         return resolve_asset_url(url, source, self.settings.image_base_url)
@@ -103,17 +110,25 @@ class Service:
             "run_name": "conversation",
         }
         graph_input = {"question": question, "conversation_id": conversation.id}
-        conversation.task = asyncio.create_task(self._run(conversation, graph_input, config))
+        conversation.turn_active = True
+        with self._active_lock:
+            self._active_turns += 1
+        conversation.task = self.engine.submit(self._run(conversation, graph_input, config))
 
     async def _run(self, conversation: Conversation, graph_input: dict, config: dict) -> None:
+        """One turn, on the engine's thread (see engine.py)."""
         try:
             await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve)
         finally:
             self.checkpointer.trim_thread(conversation.id)
             if conversation.evicted:
                 self.checkpointer.delete_thread(conversation.id)
-            # This task still counts as running: the others are what matter.
-            if self.release_policy.turn_finished(self.conversations.running_count() - 1):
+            with self._active_lock:
+                self._active_turns -= 1
+                others = self._active_turns
+            conversation.turn_active = False
+            conversation.wake()  # readers waiting for the end of the turn
+            if self.release_policy.turn_finished(others):
                 release_memory()
 
     # -- housekeeping -----------------------------------------------------------------------
@@ -123,7 +138,7 @@ class Service:
         for conversation in self.conversations:
             if not conversation.running or conversation.unheard_for(now) <= limit:
                 continue
-            if conversation.task is None or conversation.task.done():  # accepted, but never started
+            if not conversation.turn_active:  # accepted, but never started
                 conversation.reserved = False
                 conversation.append("error", {"message": "the answer could not be started"})
                 continue
@@ -142,13 +157,11 @@ class Service:
                 log.exception("janitor sweep failed")
 
     async def shutdown(self) -> None:
-        tasks = [c.task for c in self.conversations if c.task is not None and not c.task.done()]
         for conversation in self.conversations:
-            if conversation.task is not None and not conversation.task.done():
+            if conversation.turn_active and conversation.task is not None:
                 conversation.cancel_reason = "the service is shutting down"
                 conversation.task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self.engine.stop()  # lets the cancelled turns write their error events first
         if self.resources is not None and hasattr(self.resources, "close"):
             self.resources.close()
 
@@ -226,6 +239,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
+        # Turns run on their own thread (engine.py): a shorter switch interval makes a
+        # request wait less for the interpreter while answers are being produced.
+        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+        settle_heap()
         janitor = asyncio.create_task(service.janitor())
         try:
             yield

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -36,7 +37,8 @@ class Conversation:
     max_events: int
     events: deque = field(default_factory=deque)
     last_id: int = 0
-    task: asyncio.Task | None = None
+    task: Any = None  # the running turn: a future whose cancel() stops it
+    turn_active: bool = False  # a turn runs (set when it starts, cleared after its last event)
     turn_started_at_id: int = 0  # last event id before the running (or last) turn began
     listeners: int = 0
     last_listened: float = field(default_factory=time.monotonic)
@@ -44,22 +46,46 @@ class Conversation:
     evicted: bool = False
     cancel_reason: str | None = None
     reserved: bool = False  # a turn was accepted and is about to start
+    # The loop its readers wait on. Turns append from another thread (see engine.py):
+    # their appends wake the readers through that loop.
+    loop: asyncio.AbstractEventLoop | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _wake_pending: bool = False
 
     @property
     def running(self) -> bool:
-        return self.reserved or (self.task is not None and not self.task.done())
+        return self.reserved or self.turn_active
 
     def append(self, name: str, data: dict[str, Any]) -> int:
-        self.last_id += 1
-        self.events.append(Event(self.last_id, name, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
-        while len(self.events) > self.max_events:
-            self.events.popleft()
-        self.last_activity = time.monotonic()
-        self._wake()
-        return self.last_id
+        """Add an event (from any thread) and wake the readers."""
+        encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            self.last_id += 1
+            event_id = self.last_id
+            self.events.append(Event(event_id, name, encoded))
+            while len(self.events) > self.max_events:
+                self.events.popleft()
+            self.last_activity = time.monotonic()
+        self.wake()
+        return event_id
+
+    def wake(self) -> None:
+        """Wake the readers; from another thread, once per batch of appends."""
+        loop = self.loop
+        if loop is None or _running_loop() is loop:
+            self._wake()
+            return
+        if self._wake_pending:
+            return  # a wake is on its way and will find this event too
+        self._wake_pending = True
+        try:
+            loop.call_soon_threadsafe(self._wake)
+        except RuntimeError:  # the loop is closed: nobody is left to wake
+            self._wake_pending = False
 
     def _wake(self) -> None:
+        self._wake_pending = False
         self._changed.set()
         self._changed = asyncio.Event()
 
@@ -68,11 +94,12 @@ class Conversation:
         return self._changed
 
     def events_after(self, event_id: int) -> list[Event]:
-        if not self.events or event_id >= self.last_id:
-            return []
-        first = self.events[0].id
-        start = max(0, event_id + 1 - first)
-        return [self.events[i] for i in range(start, len(self.events))]
+        with self._lock:
+            if not self.events or event_id >= self.last_id:
+                return []
+            first = self.events[0].id
+            start = max(0, event_id + 1 - first)
+            return [self.events[i] for i in range(start, len(self.events))]
 
     def listener_joined(self) -> None:
         self.listeners += 1
@@ -122,7 +149,7 @@ class ConversationRegistry:
                 raise ConversationLimitReached(
                     f"{self.max_conversations} conversations are running; try again shortly")
             self.evict(victim.id)
-        conversation = Conversation(id=new_conversation_id(), max_events=self.max_events)
+        conversation = Conversation(id=new_conversation_id(), max_events=self.max_events, loop=_running_loop())
         self._conversations[conversation.id] = conversation
         return conversation
 
@@ -130,12 +157,13 @@ class ConversationRegistry:
         conversation = self._conversations.pop(conversation_id, None)
         if conversation is None:
             return
-        if conversation.task is not None and not conversation.task.done():
+        if conversation.turn_active and conversation.task is not None:
             conversation.cancel_reason = "the conversation was evicted"
             conversation.task.cancel()
         conversation.evicted = True
-        conversation.events.clear()
-        conversation._wake()  # readers still attached notice it is gone
+        with conversation._lock:
+            conversation.events.clear()
+        conversation.wake()  # readers still attached notice it is gone
         if self.on_evict is not None:
             self.on_evict(conversation_id)
 
@@ -148,4 +176,11 @@ class ConversationRegistry:
         return len(expired)
 
     def running_count(self) -> int:
-        return sum(1 for c in self._conversations.values() if c.running)
+        return sum(1 for c in list(self._conversations.values()) if c.running)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -54,6 +54,19 @@ def release_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def settle_heap() -> None:
+    """Keep what is alive now (modules, classes, loaded models) out of every later collection.
+
+    Call it once start-up work is done. Those objects live as long as the process, yet a
+    full collection walks all of them, holding the interpreter lock the whole time (well
+    over 100 ms once langchain and a model are loaded): every thread stalls, and so does
+    every open stream. Frozen, they are skipped; collections then cost what the requests
+    allocate.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 class ReleasePolicy:
     """Decide when a full release pays: when the service goes idle, at most every `min_interval` s.
 

@@ -282,3 +282,45 @@ def test_chat_page_is_served_with_a_strict_policy(fast_server, client):
     assert '<textarea id="question"' in page.text
     assert client.get(fast_server + "/static/app.js").status_code == 200
     assert client.get(fast_server + "/static/../settings.py").status_code == 404
+
+
+def test_a_turn_that_holds_its_thread_does_not_hold_the_api(server_for, client):
+    """Turns run on their own thread and event loop: while one holds its loop (an async node
+    doing blocking work, as CPU-bound steps do), another POST is answered, and the held turn
+    then finishes normally."""
+    import threading
+
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict, total=False):
+        question: str
+        conversation_id: str
+        answer: str
+
+    release = threading.Event()
+    entered = threading.Event()
+
+    async def blocking(state: State) -> dict:  # async: it runs on the turn's loop, and holds it
+        entered.set()
+        assert release.wait(20), "the test never released the turn"
+        return {"answer": "released"}
+
+    def factory(checkpointer=None):
+        builder = StateGraph(State)
+        builder.add_node("blocking", blocking)
+        builder.add_edge(START, "blocking")
+        builder.add_edge("blocking", END)
+        return builder.compile(checkpointer=checkpointer)
+
+    base = server_for(make_app(factory))
+    stuck = ask(client, base, "first")
+    assert entered.wait(10), "the first turn never started"
+    try:
+        second = client.post(base + "/conversations", json={"question": "second"}, timeout=5)
+        assert second.status_code == 202
+        assert client.get(base + "/healthz", timeout=5).status_code == 200
+    finally:
+        release.set()
+    events = read_stream(client, base, stuck["stream_url"])
+    assert events[-1].event == "done" and events[-1].json["answer"] == "released"
