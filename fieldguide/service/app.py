@@ -29,7 +29,7 @@ from fastapi import BackgroundTasks, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse
 
 from fieldguide.service.assets import resolve_asset_url
 from fieldguide.service.checkpoint import BoundedMemorySaver
@@ -48,6 +48,7 @@ log = logging.getLogger("fieldguide.service")
 
 GraphFactory = Callable[..., Any]  # graph_factory(checkpointer=...) -> compiled graph
 RETRY_MS = 1000  # how soon a browser's EventSource reconnects after a dropped stream
+RETRY_FRAME = f"retry: {RETRY_MS}\r\n\r\n".encode()  # a block with no data: sets the delay, no event
 READINESS_TIMEOUT = 5.0
 READINESS_CACHE_SECONDS = 1.0
 SWITCH_INTERVAL_SECONDS = 0.001
@@ -125,10 +126,9 @@ class Service:
                 self.checkpointer.delete_thread(conversation.id)
             with self._active_lock:
                 self._active_turns -= 1
-                others = self._active_turns
             conversation.turn_active = False
             conversation.wake()  # readers waiting for the end of the turn
-            if self.release_policy.turn_finished(others):
+            if self.release_policy.turn_finished():  # never idle: release every so many turns
                 release_memory()
 
     # -- housekeeping -----------------------------------------------------------------------
@@ -145,6 +145,8 @@ class Service:
             conversation.cancel_reason = f"the answer was cancelled: nobody listened for {limit:g} s"
             conversation.task.cancel()
         self.conversations.evict_expired(now)
+        if self.release_policy.idle_due(self._active_turns, now):
+            release_memory()
 
     async def janitor(self) -> None:
         interval = max(0.05, min(1.0, self.settings.abandon_after_seconds / 4,
@@ -181,14 +183,13 @@ async def follow(service: Service, conversation: Conversation, cursor: int):
     """Events after `cursor`, then new ones as they come, until the turn ends (SSE body)."""
     conversation.listener_joined()
     try:
-        first = True
+        yield RETRY_FRAME
         while not conversation.evicted:
             changed = conversation.changed()
-            for event in conversation.events_after(cursor):
-                yield ServerSentEvent(data=event.data, event=event.name, id=str(event.id),
-                                      retry=RETRY_MS if first else None)
-                first = False
-                cursor = event.id
+            events = conversation.events_after(cursor)
+            if events:  # everything that arrived since the last wake goes out in one write
+                yield b"".join(frame for _, frame in events)
+                cursor = events[-1][0]
             if not conversation.running and cursor >= conversation.last_id:
                 return
             await changed.wait()

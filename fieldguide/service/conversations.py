@@ -1,8 +1,10 @@
 """Conversations and their event logs: what the stream endpoint replays and follows.
 
 Every event a turn produces is appended to its conversation's log with the next id
-(ids only grow, across all turns of a conversation), stored already serialised so a
-replay costs no work. A reader that reconnects with `Last-Event-ID` gets exactly the
+(ids only grow, across all turns of a conversation), stored as its finished SSE frame
+(bytes) so a replay or a follower costs no work. Log entries are plain `(id, frame)`
+tuples, which the garbage collector stops tracking: hundreds of kept logs add nothing to
+its pauses. A reader that reconnects with `Last-Event-ID` gets exactly the
 events after that id. Logs are bounded: at most `max_events` per conversation (oldest
 dropped), conversations idle longer than the time to live are evicted, and at most
 `max_conversations` are kept (least recently active, finished ones first).
@@ -16,15 +18,14 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 TERMINAL_EVENTS = frozenset({"done", "error"})
 
 
-class Event(NamedTuple):
-    id: int
-    name: str
-    data: str  # JSON
+def sse_frame(event_id: int, name: str, data_json: str) -> bytes:
+    """One Server-Sent Event as it goes on the wire (JSON data holds no line breaks)."""
+    return f"id: {event_id}\r\nevent: {name}\r\ndata: {data_json}\r\n\r\n".encode()
 
 
 def new_conversation_id() -> str:
@@ -63,7 +64,7 @@ class Conversation:
         with self._lock:
             self.last_id += 1
             event_id = self.last_id
-            self.events.append(Event(event_id, name, encoded))
+            self.events.append((event_id, sse_frame(event_id, name, encoded)))
             while len(self.events) > self.max_events:
                 self.events.popleft()
             self.last_activity = time.monotonic()
@@ -93,11 +94,12 @@ class Conversation:
         """An event set at the next append (take it *before* reading, then wait on it)."""
         return self._changed
 
-    def events_after(self, event_id: int) -> list[Event]:
+    def events_after(self, event_id: int) -> list[tuple[int, bytes]]:
+        """(id, SSE frame) of every kept event after `event_id`."""
         with self._lock:
             if not self.events or event_id >= self.last_id:
                 return []
-            first = self.events[0].id
+            first = self.events[0][0]
             start = max(0, event_id + 1 - first)
             return [self.events[i] for i in range(start, len(self.events))]
 

@@ -11,6 +11,7 @@ import ctypes.util
 import gc
 import os
 import sys
+import threading
 import time
 
 M_ARENA_MAX = -8  # mallopt parameter number (glibc malloc.h)
@@ -68,25 +69,46 @@ def settle_heap() -> None:
 
 
 class ReleasePolicy:
-    """Decide when a full release pays: when the service goes idle, at most every `min_interval` s.
+    """When a full release pays: once the service has been idle for a moment, or every
+    `every_turns` turns when it never is.
 
-    A full `gc.collect()` costs milliseconds once models are loaded, so it is never run per
-    token or while other answers are streaming, only at a turn boundary with no other turn
-    running, or after `every_turns` turns when the service is never idle.
+    A full `gc.collect()` holds the interpreter for milliseconds, so it never runs per token
+    or while answers stream. Nor at the instant the last running turn ends: clients waiting
+    for their answers ask again right then, and their requests would wait behind it. The
+    janitor asks `idle_due` on its rounds; turn ends report to `turn_finished`.
     """
 
-    def __init__(self, min_interval: float = 2.0, every_turns: int = 200) -> None:
-        self.min_interval = min_interval
+    def __init__(self, idle_seconds: float = 0.5, every_turns: int = 200) -> None:
+        self.idle_seconds = idle_seconds
         self.every_turns = every_turns
-        self._last = time.monotonic()
-        self._turns = 0
         self.releases = 0
+        self._turns = 0
+        self._last_turn_end: float | None = None
+        self._released_since_last_turn = True
+        self._lock = threading.Lock()  # turns end on the engine's thread, the janitor runs on the HTTP loop
 
-    def turn_finished(self, running_turns: int) -> bool:
-        self._turns += 1
-        now = time.monotonic()
-        due = (running_turns == 0 and now - self._last >= self.min_interval) or self._turns >= self.every_turns
-        if due:
-            self._last, self._turns = now, 0
-            self.releases += 1
-        return due
+    def turn_finished(self, now: float | None = None) -> bool:
+        """A turn ended: True when a release is due because the service is never idle."""
+        with self._lock:
+            self._turns += 1
+            self._last_turn_end = time.monotonic() if now is None else now
+            self._released_since_last_turn = False
+            if self._turns >= self.every_turns:
+                return self._release_locked()
+            return False
+
+    def idle_due(self, running_turns: int, now: float | None = None) -> bool:
+        """True once after the last turn ended, when none has run for `idle_seconds`."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            if running_turns or self._released_since_last_turn or self._last_turn_end is None:
+                return False
+            if now - self._last_turn_end < self.idle_seconds:
+                return False
+            return self._release_locked()
+
+    def _release_locked(self) -> bool:
+        self._turns = 0
+        self._released_since_last_turn = True
+        self.releases += 1
+        return True
