@@ -259,40 +259,49 @@ class ChunkStore:
 
     def group_parts_many(self, group_ids: Sequence[str]) -> dict[str, list[dict]]:
         """Every part of each split section, ordered by part_index: one query for all of them."""
-        from weaviate.classes.query import Filter
-
-        found: dict[str, list[dict]] = {gid: [] for gid in group_ids}
-        if not group_ids or not self.exists():
-            return found
-        response = self.chunks.query.fetch_objects(
-            filters=Filter.by_property("group_id").contains_any(list(found)), limit=10000,
-            return_properties=[name for name in CHUNK_FIELDS if name != "embed_text"])
-        for record in (_record(obj.properties) for obj in response.objects):
-            found.setdefault(record["group_id"], []).append(record)
-        for parts in found.values():
-            parts.sort(key=lambda r: r["part_index"])
-        return found
+        return self.reassembly_parts(group_ids, [])[0]
 
     def section_intros(self, sections: Sequence[tuple[str, Sequence[str], int | None]]) -> list[dict | None]:
         """For each (source, heading_path, before_line): that section's first part, its own body.
 
-        One query for all of them, by id: a section's group id derives from its source, heading
-        path and occurrence (`ingest.chunk.make_group_id`), so the first few occurrences are
-        asked for and the one nearest above `before_line` is taken (a parent starts above its
-        child). None where the section has no body of its own (a heading followed directly by
-        a child heading, which then opens the child's chunk).
+        A section's group id derives from its source, heading path and occurrence
+        (`ingest.chunk.make_group_id`), so the first few occurrences are asked for by id and
+        the one nearest above `before_line` is taken (a parent starts above its child). None
+        where the section has no body of its own (a heading followed directly by a child
+        heading, which then opens the child's chunk).
         """
+        return self.reassembly_parts([], sections)[1]
+
+    def reassembly_parts(self, group_ids: Sequence[str], sections: Sequence[tuple[str, Sequence[str], int | None]]
+                         ) -> tuple[dict[str, list[dict]], list[dict | None]]:
+        """`group_parts_many(group_ids)` and `section_intros(sections)` in one round trip."""
+        from weaviate.classes.query import Filter
+
         from ingest.chunk import make_group_id
 
+        found: dict[str, list[dict]] = {gid: [] for gid in group_ids}
         candidates = [[make_group_id(source, list(path), n) for n in range(INTRO_OCCURRENCES)]
                       for source, path, _ in sections]
-        fetched = self.group_parts_many(list(dict.fromkeys(g for ids in candidates for g in ids)))
-        found = []
+        intro_ids = list(dict.fromkeys(g for ids in candidates for g in ids))
+        firsts: dict[str, dict] = {}
+        wanted = list(dict.fromkeys([*found, *intro_ids]))
+        if wanted and self.exists():
+            response = self.chunks.query.fetch_objects(
+                filters=Filter.by_property("group_id").contains_any(wanted), limit=10000,
+                return_properties=[name for name in CHUNK_FIELDS if name != "embed_text"])
+            for record in (_record(obj.properties) for obj in response.objects):
+                if record["group_id"] in found:
+                    found[record["group_id"]].append(record)
+                if record["part_index"] == 1:
+                    firsts[record["group_id"]] = record
+            for parts in found.values():
+                parts.sort(key=lambda r: r["part_index"])
+        intros = []
         for (_, _, before_line), ids in zip(sections, candidates):
-            firsts = [fetched[g][0] for g in ids if fetched.get(g)]
-            matches = [r for r in firsts if before_line is None or r["line_start"] <= before_line]
-            found.append(max(matches, key=lambda r: r["line_start"], default=None))
-        return found
+            matches = [firsts[g] for g in ids if g in firsts
+                       and (before_line is None or firsts[g]["line_start"] <= before_line)]
+            intros.append(max(matches, key=lambda r: r["line_start"], default=None))
+        return found, intros
 
     def ready(self, embedding_model_id: str | None = None) -> bool:
         """Weaviate answers and the collection exists (built with `embedding_model_id`, when given)."""

@@ -1,14 +1,15 @@
 """reassemble: put split sections back together, in order, within a token budget.
 
 A chunk that is one part of a split section ("part 2 of 3") is never handed to the
-generator alone: every sibling part is fetched (`store.group_parts`) and the parts are
-laid out in order. Budget (`context_token_budget`, in the embedding tokenizer's tokens
+generator alone: every sibling part is fetched and the parts are laid out in order. The
+siblings and the candidate parent intros come from the store in one round trip
+(`store.reassembly_parts`). Budget (`context_token_budget`, in the embedding tokenizer's tokens
 as stored in `token_count`) is spent in two passes:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
 2. their siblings, section by section in rank order, nearest part to a hit first;
 3. with `parent_intro` on, the introduction of a hit subsection's parent (the first part
-   of the parent's own body, `store.section_intros`), shortest first, each only if it
+   of the parent's own body), shortest first, each only if it
    fits. Steps often sit in that introduction ("open Settings, click Show advanced
    settings") while the hit is the child below it. The intro is placed right before
    the child's section and marked `context_role: "parent_intro"`.
@@ -59,17 +60,32 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
     hits = state.get("cap_results") or []
     with Stopwatch() as sw:
         if options.use_reassembly:
-            store = resources_for(config).store
-            group_parts = store.group_parts
             split = list(dict.fromkeys(h["group_id"] for h in hits if int(h.get("part_count") or 1) > 1))
-            if split and hasattr(store, "group_parts_many"):  # one round trip for every split section
-                fetched = store.group_parts_many(split)
-                group_parts = fetched.__getitem__
-            context, gaps = assemble(hits, state.get("search_results") or [], options.context_token_budget,
-                                     group_parts, store.section_intros if options.parent_intro else None)
+            wanted = intro_requests(hits) if options.parent_intro else []
+            parts, intros = {}, []
+            if split or wanted:  # one round trip for every split section and every candidate intro
+                parts, intros = resources_for(config).store.reassembly_parts(split, wanted)
+            by_parent = {(source, tuple(path)): intro for (source, path, _), intro in zip(wanted, intros)}
+            context, gaps = assemble(
+                hits, state.get("search_results") or [], options.context_token_budget,
+                lambda group_id: parts.get(group_id, []),
+                (lambda requests: [by_parent.get((s, tuple(p))) for s, p, _ in requests]) if wanted else None)
         else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
             context, gaps = [to_block(hit) for hit in hits], []
     return {"context": context, "gaps": gaps, "timings_ms": with_timing(state, "reassemble", sw.ms)}
+
+
+def intro_requests(hits: list[dict]) -> list[tuple[str, list[str], int | None]]:
+    """(source, parent heading path, a line of the child) for every subsection hit: the parent
+    intros `assemble` may want, asked for before it knows which it will keep. The parent sits
+    above every line of its child, and no other occurrence of it lies inside the child, so any
+    line of the hit serves as the limit."""
+    requests: dict[tuple, int | None] = {}
+    for hit in hits:  # rank order: a parent shared by several hits is the best-ranked one's
+        path = list(hit.get("heading_path") or [])
+        if len(path) > 1 and hit.get("chunk_type") != "note":
+            requests.setdefault((hit["source"], tuple(path[:-1])), int(hit.get("line_start") or 0) or None)
+    return [(source, list(path), line) for (source, path), line in requests.items()]
 
 
 def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,

@@ -28,7 +28,8 @@ def test_routing_switch():
 
 
 def test_reassembly_switch_keeps_the_capped_chunks_alone():
-    store = SimpleNamespace(group_parts=lambda group_id: [part(1), part(2), part(3)])
+    store = SimpleNamespace(reassembly_parts=lambda group_ids, sections: (
+        {group_id: [part(1), part(2), part(3)] for group_id in group_ids}, [None] * len(sections)))
     resources = SimpleNamespace(settings=Settings(), store=store)
     state = {"cap_results": [part(2)], "search_results": [part(2)]}
     on = reassemble(state, {"configurable": {"resources": resources, "parent_intro": False}})

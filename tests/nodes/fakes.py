@@ -82,6 +82,9 @@ class FakeStore:
             found.append(dict(max(matches, key=lambda r: r["line_start"])) if matches else None)
         return found
 
+    def reassembly_parts(self, group_ids, sections):
+        return {gid: self.group_parts(gid) for gid in group_ids}, (self.section_intros(sections) if sections else [])
+
     def ready(self):
         return True
 
