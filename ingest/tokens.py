@@ -64,6 +64,8 @@ class TokenCounter:
         self._words: dict[str, int] = {"": 0}  # word -> tokens, see count_pieces
         self._wordpieces: dict[str, int] = {}  # lowercased letters/digits -> word pieces
         self._bert_ascii, self._lowercase = _bert_ascii_shortcut(self._tokenizer)
+        # Added tokens (e.g. [MASK]) are matched before normalisation, or after it when they
+        # are marked `normalized`: a word holding one in either form takes the full pipeline.
         self._added = [t.content for t in self._tokenizer.get_added_tokens_decoder().values()]
 
     def count(self, text: str) -> int:
@@ -86,8 +88,9 @@ class TokenCounter:
         words_of = [text.split(" ") for text in texts]
         known = self._words
         unseen = {w for words in words_of for w in words if w not in known}
-        if len(known) + len(unseen) > MAX_CACHED_WORDS:  # bounded: start afresh
-            self._words = known = {"": 0}  # a new dict: a concurrent caller keeps the old one
+        if len(known) + len(unseen) > MAX_CACHED_WORDS:  # bounded: both caches start afresh
+            self._words = known = {"": 0}  # new dicts: a concurrent caller keeps the old ones
+            self._wordpieces = {}
             unseen = {w for words in words_of for w in words} - {""}
         long_words: dict[str, int] = {}
         for word, tokens in zip(unseen, self._encode_words(list(unseen))):
@@ -120,8 +123,8 @@ class TokenCounter:
         """Character span of every token of `text` (no special tokens)."""
         return self._tokenizer.encode(text, add_special_tokens=False).offsets
 
-    def _holds_added(self, word: str) -> bool:
-        return any(token in word for token in self._added)
+    def _holds_added(self, word: str, lowered: str) -> bool:
+        return any(token in word or token in lowered for token in self._added)
 
     def _encode_words(self, words: list[str]) -> list[int]:
         counts = [0] * len(words)
@@ -132,8 +135,9 @@ class TokenCounter:
                 # Printable ASCII holding no added token like [MASK]: lowercase, cut at
                 # punctuation, word pieces. The pipeline's answer exactly, without its
                 # per-call cost.
-                if word.isascii() and word.isprintable() and not ("[" in word and self._holds_added(word)):
-                    runs = _ASCII_ALNUM_RUNS.findall(word.lower() if self._lowercase else word)
+                normalised = word.lower() if self._lowercase else word
+                if word.isascii() and word.isprintable() and not self._holds_added(word, normalised):
+                    runs = _ASCII_ALNUM_RUNS.findall(normalised)
                     total = len(word) - sum(map(len, runs))  # every punctuation mark is one token
                     for run in runs:
                         known = wordpieces.get(run)

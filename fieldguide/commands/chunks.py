@@ -125,14 +125,17 @@ def _run_in_two_processes(chunker, files: list[tuple[bytes, str]], debug: bool) 
     return 0
 
 
-def _render(chunker, files: list[tuple[bytes, str]], indexes: list[int], debug: bool) -> dict:
-    """{file index: (warnings, JSON lines)} for the given files."""
-    rendered = {}
+def _rendered(chunker, files: list[tuple[bytes, str]], indexes: list[int], debug: bool):
+    """(file index, warnings, JSON lines) for the given files, in their order, batch by batch."""
     for first in range(0, len(indexes), FILES_PER_BATCH):
         batch = indexes[first:first + FILES_PER_BATCH]
         for index, chunked in zip(batch, chunker.chunk_many([files[i] for i in batch])):
-            rendered[index] = (chunked.warnings, _json_lines(chunked.chunks, debug))
-    return rendered
+            yield index, chunked.warnings, _json_lines(chunked.chunks, debug)
+
+
+def _render(chunker, files: list[tuple[bytes, str]], indexes: list[int], debug: bool) -> dict:
+    """{file index: (warnings, JSON lines)} for the given files."""
+    return {index: (warnings, lines) for index, warnings, lines in _rendered(chunker, files, indexes, debug)}
 
 
 def _json_lines(chunks, debug: bool) -> list[str]:
@@ -150,9 +153,8 @@ def _json_lines(chunks, debug: bool) -> list[str]:
 
 def _emit(chunker, files: list[tuple[bytes, str]], debug: bool) -> None:
     """Chunks and prints `files`, batch by batch, in one process."""
-    for first in range(0, len(files), FILES_PER_BATCH):
-        for chunked in chunker.chunk_many(files[first:first + FILES_PER_BATCH]):
-            _write(chunked.warnings, _json_lines(chunked.chunks, debug))
+    for _, warnings, lines in _rendered(chunker, files, list(range(len(files))), debug):
+        _write(warnings, lines)
 
 
 def _write(warnings: list[str], lines: list[str]) -> None:
