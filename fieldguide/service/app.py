@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -84,8 +83,6 @@ class Service:
     resources: Any = None
     engine: TurnEngine = field(default_factory=TurnEngine)
     _ready_cache: tuple[float, str | None] | None = None
-    _active_turns: int = 0
-    _active_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def resolve(self, url: str, source: str = "") -> str:
         return resolve_asset_url(url, source, self.settings.image_base_url)
@@ -112,8 +109,6 @@ class Service:
         }
         graph_input = {"question": question, "conversation_id": conversation.id}
         conversation.turn_active = True
-        with self._active_lock:
-            self._active_turns += 1
         conversation.task = self.engine.submit(self._run(conversation, graph_input, config))
 
     async def _run(self, conversation: Conversation, graph_input: dict, config: dict) -> None:
@@ -124,8 +119,6 @@ class Service:
             self.checkpointer.trim_thread(conversation.id)
             if conversation.evicted:
                 self.checkpointer.delete_thread(conversation.id)
-            with self._active_lock:
-                self._active_turns -= 1
             conversation.turn_active = False
             conversation.wake()  # readers waiting for the end of the turn
             if self.release_policy.turn_finished():  # never idle: release every so many turns
@@ -145,7 +138,7 @@ class Service:
             conversation.cancel_reason = f"the answer was cancelled: nobody listened for {limit:g} s"
             conversation.task.cancel()
         self.conversations.evict_expired(now)
-        if self.release_policy.idle_due(self._active_turns, now):
+        if self.release_policy.idle_due(self.conversations.running_count(), now):
             release_memory()
 
     async def janitor(self) -> None:

@@ -20,9 +20,6 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-TERMINAL_EVENTS = frozenset({"done", "error"})
-
-
 def sse_frame(event_id: int, name: str, data_json: str) -> bytes:
     """One Server-Sent Event as it goes on the wire (JSON data holds no line breaks)."""
     return f"id: {event_id}\r\nevent: {name}\r\ndata: {data_json}\r\n\r\n".encode()
@@ -178,7 +175,7 @@ class ConversationRegistry:
         return len(expired)
 
     def running_count(self) -> int:
-        return sum(1 for c in list(self._conversations.values()) if c.running)
+        return sum(1 for c in self._conversations.values() if c.running)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

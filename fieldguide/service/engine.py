@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any, Callable, Coroutine
+from typing import Any, Coroutine
 
 
 class TurnEngine:
@@ -50,9 +50,6 @@ class TurnEngine:
     def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         """Run `coroutine` on the engine's loop; the future's cancel() cancels it there."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-    def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
-        self.loop.call_soon_threadsafe(callback, *args)
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Cancel what still runs, let it finish its error events, then end the thread."""
