@@ -255,11 +255,7 @@ class ChunkStore:
 
     def group_parts(self, group_id: str) -> list[dict]:
         """Every part of a split section, ordered by part_index."""
-        return self.group_parts_many([group_id])[group_id]
-
-    def group_parts_many(self, group_ids: Sequence[str]) -> dict[str, list[dict]]:
-        """Every part of each split section, ordered by part_index: one query for all of them."""
-        return self.reassembly_parts(group_ids, [])[0]
+        return self.reassembly_parts([group_id], [])[0][group_id]
 
     def section_intros(self, sections: Sequence[tuple[str, Sequence[str], int | None]]) -> list[dict | None]:
         """For each (source, heading_path, before_line): that section's first part, its own body.
@@ -274,7 +270,8 @@ class ChunkStore:
 
     def reassembly_parts(self, group_ids: Sequence[str], sections: Sequence[tuple[str, Sequence[str], int | None]]
                          ) -> tuple[dict[str, list[dict]], list[dict | None]]:
-        """`group_parts_many(group_ids)` and `section_intros(sections)` in one round trip."""
+        """Every part of each section in `group_ids` (ordered by part_index) and
+        `section_intros(sections)`, in one round trip."""
         from weaviate.classes.query import Filter
 
         from ingest.chunk import make_group_id

@@ -4,7 +4,7 @@ A chunk that is one part of a split section ("part 2 of 3") is never handed to t
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the candidate parent intros come from the store in one round trip
 (`store.reassembly_parts`). Budget (`context_token_budget`, in the embedding tokenizer's tokens
-as stored in `token_count`) is spent in two passes:
+as stored in `token_count`) is spent in three passes:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
 2. their siblings, section by section in rank order, nearest part to a hit first;
@@ -82,10 +82,18 @@ def intro_requests(hits: list[dict]) -> list[tuple[str, list[str], int | None]]:
     line of the hit serves as the limit."""
     requests: dict[tuple, int | None] = {}
     for hit in hits:  # rank order: a parent shared by several hits is the best-ranked one's
-        path = list(hit.get("heading_path") or [])
-        if len(path) > 1 and hit.get("chunk_type") != "note":
-            requests.setdefault((hit["source"], tuple(path[:-1])), int(hit.get("line_start") or 0) or None)
+        key = parent_key(hit)
+        if key:
+            requests.setdefault(key, int(hit.get("line_start") or 0) or None)
     return [(source, list(path), line) for (source, path), line in requests.items()]
+
+
+def parent_key(record: dict) -> tuple[str, tuple[str, ...]] | None:
+    """(source, parent heading path) of a subsection's record; None for a top section or a note."""
+    path = tuple(record.get("heading_path") or ())
+    if len(path) > 1 and record.get("chunk_type") != "note":
+        return record["source"], path[:-1]
+    return None
 
 
 def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
@@ -163,10 +171,9 @@ def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], ro
     """
     wanted: dict[tuple, str] = {}  # (source, parent path) -> first child group id
     for gid, parts in groups.items():
-        head = parts[0]
-        path = list(head.get("heading_path") or [])
-        if chosen[gid] and len(path) > 1 and head.get("chunk_type") != "note":
-            wanted.setdefault((head["source"], tuple(path[:-1])), gid)
+        key = parent_key(parts[0])
+        if chosen[gid] and key:
+            wanted.setdefault(key, gid)
     if not wanted or room <= 0:
         return {}
     requests = [(source, list(path), int(groups[gid][0].get("line_start") or 0) or None)

@@ -86,6 +86,24 @@ def test_section_intros_find_the_parent_body_nearest_above(filled_store):
     assert store.section_intros([]) == []
 
 
+def test_reassembly_parts_answers_both_questions_in_one_call(filled_store):
+    from ingest.chunk import make_group_id
+
+    store, records, _ = filled_store
+    parent = make_group_id("page9.md", ["Guide"], 0)
+    split = make_group_id("page9.md", ["Guide", "Steps"], 0)
+    rows = [("g9p", parent, 1, 1, 1, ["Guide"]), ("g9s2", split, 2, 2, 9, ["Guide", "Steps"]),
+            ("g9s1", split, 1, 2, 5, ["Guide", "Steps"])]
+    store.insert_chunks([dict(records[0], chunk_id=cid, group_id=gid, part_index=index, part_count=count,
+                              source="page9.md", heading_path=path, line_start=line, line_end=line + 2)
+                         for cid, gid, index, count, line, path in rows], np.ones((len(rows), DIM), dtype=np.float32))
+    wanted = [("page9.md", ["Guide"], 5), ("page9.md", ["Nowhere"], 5)]
+    parts, intros = store.reassembly_parts([split, "missing"], wanted)
+    assert [p["chunk_id"] for p in parts[split]] == ["g9s1", "g9s2"] and parts["missing"] == []
+    assert [i and i["chunk_id"] for i in intros] == ["g9p", None]
+    assert parts[split] == store.group_parts(split) and intros == store.section_intros(wanted)
+
+
 def test_hybrid_finds_exact_words_and_reports_cosine(filled_store):
     store, records, vectors = filled_store
     query = vectors[0]
