@@ -199,8 +199,8 @@ async def generator_rate(token_delay: float, words: int, runs: int) -> float:
     per_token = []
     for _ in range(runs):
         times = []
-        async for message, _meta in graph.astream({"question": "q"}, stream_mode="messages"):
-            if message.content:
+        async for chunk in graph.astream({"question": "q"}, stream_mode="custom"):  # as the service reads tokens
+            if chunk.get("token"):
                 times.append(time.perf_counter())
         per_token.append((times[-1] - times[0]) * 1000 / (len(times) - 1))
     return statistics.median(per_token)

@@ -44,12 +44,10 @@ async def stream_answer(full_graph, question: str, resources, overrides: dict | 
     start = time.perf_counter()
     final: dict = {}
     async for mode, payload in full_graph.astream({"question": question}, config,
-                                                  stream_mode=["messages", "values"]):
-        if mode == "messages":
-            chunk, metadata = payload
-            if metadata.get("langgraph_node") == "generate" and getattr(chunk, "content", None) \
-                    and type(chunk).__name__ == "AIMessageChunk":
-                yield "token", chunk.content
+                                                  stream_mode=["custom", "values"]):
+        if mode == "custom":  # the generate node writes {"token": text} for every token
+            if isinstance(payload, dict) and isinstance(payload.get("token"), str) and payload["token"]:
+                yield "token", payload["token"]
         else:
             final = payload
     final = dict(final)

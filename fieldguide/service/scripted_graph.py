@@ -19,6 +19,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import StreamWriter
 from typing_extensions import NotRequired, TypedDict
 
 DEFAULT_ANSWER = (
@@ -130,7 +131,7 @@ def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, con
         return {"context": [dict(b) for b in blocks], "abstain": not blocks,
                 "timings_ms": {**state.get("timings_ms", {}), "search": 0.01}}
 
-    async def generate(state: ScriptedState, config) -> dict:
+    async def generate(state: ScriptedState, config, writer: StreamWriter) -> dict:
         started = time.perf_counter()
         if fail_with is not None and fail_if in state["question"]:
             raise fail_with
@@ -138,6 +139,8 @@ def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, con
         pieces = []
         async for chunk in chat.astream([HumanMessage(content=state["question"])], config):
             pieces.append(chunk.content)
+            if chunk.content:  # as the real generate node does (nodes/generate.py)
+                writer({"token": chunk.content})
         timings = {**state.get("timings_ms", {}), "generate": round((time.perf_counter() - started) * 1000, 3)}
         return {"answer": "".join(pieces), "timings_ms": timings}
 

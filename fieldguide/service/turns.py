@@ -1,11 +1,16 @@
 """One turn of a conversation: run the graph and translate what it streams into events.
 
-The graph is streamed with LangGraph's `tasks` mode (a node starting → `status`),
-`messages` mode (chat model chunks → `token`), `custom` mode (a node that generates
-without a LangChain chat model may write `{"token": "..."}` with `get_stream_writer`) and
-`values` mode (the final state → `done`). The context blocks are announced once, in a
-`sources` event, just before the first token (or before `done` when nothing streamed), so
-the page never shows or fetches screenshots of chunks a later filter drops.
+The graph is streamed with LangGraph's `tasks` mode (a node starting → `status`), `custom`
+mode (the generate node writes each token as `{"token": "..."}` → `token`) and `values`
+mode (the final state → `done`). Tokens are not taken from the `messages` mode: it runs a
+callback handler on every token of every turn, and that CPU is taken from the thread that
+answers HTTP requests. The context blocks are announced once, in a `sources` event, just
+before the first token (or before `done` when nothing streamed), so the page never shows
+or fetches screenshots of chunks a later filter drops.
+
+The conversation's checkpoint is written once, when the turn ends (`durability="exit"`),
+instead of after every step; the history the next question sees is the same (a turn that
+fails is kept as far as it got, as with per-step saving).
 """
 from __future__ import annotations
 
@@ -13,8 +18,6 @@ import asyncio
 import logging
 import time
 from typing import Any
-
-from langchain_core.messages import AIMessageChunk
 
 from fieldguide.errors import FieldguideError
 from fieldguide.service.conversations import Conversation
@@ -63,13 +66,10 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
 
     conversation.append("status", {"stage": "started"})
     try:
-        async for mode, chunk in graph.astream(graph_input, config,
-                                               stream_mode=["tasks", "messages", "custom", "values"]):
-            if mode == "messages":
-                message = chunk[0]
-                if isinstance(message, AIMessageChunk) and isinstance(message.content, str) and message.content:
-                    send_token(message.content)
-            elif mode == "tasks":
+        saving = {"durability": "exit"} if getattr(graph, "checkpointer", None) else {}
+        async for mode, chunk in graph.astream(graph_input, config, stream_mode=["tasks", "custom", "values"],
+                                               **saving):
+            if mode == "tasks":
                 if "input" in chunk:  # a task starting (its result comes as "result")
                     conversation.append("status", {"stage": chunk["name"]})
                 else:
