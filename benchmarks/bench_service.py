@@ -282,7 +282,11 @@ def main() -> int:
     if args.graph == "scripted":
         server = Server(args.graph, args.token_delay, args.words)
         try:
-            own = asyncio.run(generator_rate(args.token_delay, args.words, args.sse_runs))
+            from fieldguide.service.engine import new_event_loop
+
+            # on the event loop the service runs turns on, so the difference is the HTTP side's
+            with asyncio.Runner(loop_factory=new_event_loop) as runner:
+                own = runner.run(generator_rate(args.token_delay, args.words, args.sse_runs))
             seen, tokens = asyncio.run(service_rate(server.base, args.sse_runs))
             results["sse"] = {"generator_ms_per_token": own, "service_ms_per_token": seen,
                               "overhead_ms_per_token": seen - own, "tokens": tokens}
