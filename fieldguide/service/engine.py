@@ -16,17 +16,6 @@ from typing import Any, Coroutine
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """uvloop where it is installed: a turn is many small tasks and futures (LangGraph's steps,
-    one callback per token), and uvloop schedules them for about a fifth less CPU, which is
-    CPU the HTTP thread gets back."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop where it is installed: a turn is many small tasks and futures (LangGraph's steps,
     one callback per token), and uvloop schedules them for less CPU, which is CPU the HTTP
     thread gets back."""
     try:
