@@ -135,8 +135,7 @@ class Service:
                 conversation.reserved = False
                 conversation.append("error", {"message": "the answer could not be started"})
                 continue
-            conversation.cancel_reason = f"the answer was cancelled: nobody listened for {limit:g} s"
-            conversation.task.cancel()
+            conversation.cancel_turn(f"the answer was cancelled: nobody listened for {limit:g} s")
         self.conversations.evict_expired(now)
         if self.release_policy.idle_due(self.conversations.running_count(), now):
             release_memory()
@@ -153,9 +152,7 @@ class Service:
 
     async def shutdown(self) -> None:
         for conversation in self.conversations:
-            if conversation.turn_active and conversation.task is not None:
-                conversation.cancel_reason = "the service is shutting down"
-                conversation.task.cancel()
+            conversation.cancel_turn("the service is shutting down")
         await self.engine.stop()  # lets the cancelled turns write their error events first
         if self.resources is not None and hasattr(self.resources, "close"):
             self.resources.close()

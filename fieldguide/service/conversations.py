@@ -20,6 +20,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+
 def sse_frame(event_id: int, name: str, data_json: str) -> bytes:
     """One Server-Sent Event as it goes on the wire (JSON data holds no line breaks)."""
     return f"id: {event_id}\r\nevent: {name}\r\ndata: {data_json}\r\n\r\n".encode()
@@ -100,6 +101,19 @@ class Conversation:
             start = max(0, event_id + 1 - first)
             return [self.events[i] for i in range(start, len(self.events))]
 
+    def cancel_turn(self, reason: str) -> None:
+        """Cancel the running turn, if any; its `error` event gives `reason`."""
+        if self.turn_active and self.task is not None:
+            self.cancel_reason = reason
+            self.task.cancel()
+
+    def close(self) -> None:
+        """Drop the log for good; readers still attached notice and end."""
+        self.evicted = True
+        with self._lock:
+            self.events.clear()
+        self.wake()
+
     def listener_joined(self) -> None:
         self.listeners += 1
         self.last_listened = time.monotonic()
@@ -156,13 +170,8 @@ class ConversationRegistry:
         conversation = self._conversations.pop(conversation_id, None)
         if conversation is None:
             return
-        if conversation.turn_active and conversation.task is not None:
-            conversation.cancel_reason = "the conversation was evicted"
-            conversation.task.cancel()
-        conversation.evicted = True
-        with conversation._lock:
-            conversation.events.clear()
-        conversation.wake()  # readers still attached notice it is gone
+        conversation.cancel_turn("the conversation was evicted")
+        conversation.close()
         if self.on_evict is not None:
             self.on_evict(conversation_id)
 
