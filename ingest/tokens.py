@@ -7,7 +7,6 @@ because a count that stops at 128 would hide exactly the chunks that are too lon
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,8 +15,12 @@ DEFAULT_MAX_TOKENS = 256
 MAX_CACHED_WORDS = 100_000
 MAX_CACHED_WORD_CHARS = 256
 # A BERT pre-tokenizer cuts at every punctuation mark; in ASCII, that is every printable
-# character that is not a letter or a digit. What is left are runs of letters and digits.
-_ASCII_ALNUM_RUNS = re.compile(r"[A-Za-z0-9]+")
+# character that is not a letter or a digit. Turned into spaces, they leave the runs of
+# letters and digits that become word pieces.
+_ASCII_PUNCTUATION = [chr(c) for c in range(33, 127) if not chr(c).isalnum()]
+_PUNCTUATION_TO_SPACE = str.maketrans({mark: " " for mark in _ASCII_PUNCTUATION})
+# Joins words for the batched steps: not printable, so never inside a word those steps take.
+_WORD_SEPARATOR = "\x00"
 
 
 def default_model_path() -> Path:
@@ -62,7 +65,7 @@ class TokenCounter:
         self.max_tokens = model_max_tokens(self.model_dir)
         self.special_tokens = len(self._tokenizer.encode("").ids)
         self._words: dict[str, int] = {"": 0}  # word -> tokens, see count_pieces
-        self._wordpieces: dict[str, int] = {}  # lowercased letters/digits -> word pieces
+        self._wordpieces = _WordPieceCounts(self._tokenizer.model)
         self._bert_ascii, self._lowercase = _bert_ascii_shortcut(self._tokenizer)
         # Added tokens (e.g. [MASK]) are matched before normalisation, or after it when they
         # are marked `normalized`: a word holding one in either form takes the full pipeline.
@@ -87,11 +90,11 @@ class TokenCounter:
         """
         words_of = [text.split(" ") for text in texts]
         known = self._words
-        unseen = {w for words in words_of for w in words if w not in known}
+        unseen = set().union(*words_of).difference(known)
         if len(known) + len(unseen) > MAX_CACHED_WORDS:  # bounded: both caches start afresh
             self._words = known = {"": 0}  # new dicts: a concurrent caller keeps the old ones
-            self._wordpieces = {}
-            unseen = {w for words in words_of for w in words} - {""}
+            self._wordpieces = _WordPieceCounts(self._tokenizer.model)
+            unseen = set().union(*words_of).difference(known)
         long_words: dict[str, int] = {}
         for word, tokens in zip(unseen, self._encode_words(list(unseen))):
             if len(word) <= MAX_CACHED_WORD_CHARS:
@@ -128,27 +131,21 @@ class TokenCounter:
 
     def _encode_words(self, words: list[str]) -> list[int]:
         counts = [0] * len(words)
-        slow = []
-        if self._bert_ascii:
-            wordpieces = self._wordpieces
-            for index, word in enumerate(words):
-                # Printable ASCII holding no added token like [MASK]: lowercase, cut at
-                # punctuation, word pieces. The pipeline's answer exactly, without its
-                # per-call cost.
-                normalised = word.lower() if self._lowercase else word
-                if word.isascii() and word.isprintable() and not self._holds_added(word, normalised):
-                    runs = _ASCII_ALNUM_RUNS.findall(normalised)
-                    total = len(word) - sum(map(len, runs))  # every punctuation mark is one token
-                    for run in runs:
-                        known = wordpieces.get(run)
-                        if known is None:
-                            known = wordpieces[run] = len(self._tokenizer.model.tokenize(run))
-                        total += known
-                    counts[index] = total
-                else:
-                    slow.append(index)
-        else:
-            slow = range(len(words))
+        shortcut = self._shortcut_words(words) if self._bert_ascii else []
+        if shortcut:
+            # Printable ASCII holding no added token like [MASK]: lowercase, cut at
+            # punctuation, word pieces. The pipeline's answer exactly, without its per-call
+            # cost: every punctuation mark is one token, and the runs of letters and digits
+            # between them are counted once each. The string steps run on all words at once.
+            joined = _WORD_SEPARATOR.join([words[i] for i in shortcut])
+            if self._lowercase:
+                joined = joined.lower()
+            wordpieces = self._wordpieces.__getitem__
+            spaced_words = joined.translate(_PUNCTUATION_TO_SPACE).split(_WORD_SEPARATOR)
+            for index, spaced in zip(shortcut, spaced_words):
+                counts[index] = spaced.count(" ") + sum(map(wordpieces, spaced.split()))
+        taken = set(shortcut)
+        slow = [index for index in range(len(words)) if index not in taken]
         if len(slow) < 32:  # a batch costs a thread-pool round trip; single calls are cheaper
             for index in slow:
                 counts[index] = len(self._tokenizer.encode(words[index], add_special_tokens=False))
@@ -158,6 +155,28 @@ class TokenCounter:
                 counts[index] = len(encoding)
         return counts
 
+    def _shortcut_words(self, words: list[str]) -> list[int]:
+        """Indexes of the words the ASCII shortcut counts: printable ASCII, no added token."""
+        shortcut = [index for index, word in enumerate(words) if word.isascii() and word.isprintable()]
+        joined = _WORD_SEPARATOR.join([words[i] for i in shortcut])
+        normalised = joined.lower() if self._lowercase else joined
+        if self._holds_added(joined, normalised):  # rare: find the words that hold one
+            shortcut = [i for i in shortcut
+                        if not self._holds_added(words[i], words[i].lower() if self._lowercase else words[i])]
+        return shortcut
+
+
+class _WordPieceCounts(dict):
+    """A run of lowercased ASCII letters and digits -> its word pieces, learned on first use."""
+
+    def __init__(self, model):
+        super().__init__()
+        self._tokenize = model.tokenize
+
+    def __missing__(self, run: str) -> int:
+        tokens = self[run] = len(self._tokenize(run))
+        return tokens
+
 
 def _bert_ascii_shortcut(tokenizer) -> tuple[bool, bool]:
     """(usable, lowercase): a BERT pipeline (BertNormalizer, BertPreTokenizer, WordPiece) whose
@@ -165,7 +184,7 @@ def _bert_ascii_shortcut(tokenizer) -> tuple[bool, bool]:
     parts = (tokenizer.normalizer, tokenizer.pre_tokenizer, tokenizer.model)
     if [type(p).__name__ for p in parts] != ["BertNormalizer", "BertPreTokenizer", "WordPiece"]:
         return False, False
-    if any(tokenizer.token_to_id(chr(c)) is None for c in range(33, 127) if not chr(c).isalnum()):
+    if any(tokenizer.token_to_id(mark) is None for mark in _ASCII_PUNCTUATION):
         return False, False
     return True, bool(tokenizer.normalizer.lowercase)
 
