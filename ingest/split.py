@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 
 from ingest.markdown import Block
 
@@ -25,7 +26,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=\S)")
 _WORD_GAP = re.compile(r"\s+")
 
 
-@dataclass
+@dataclass(slots=True)
 class Atom:
     start: int  # char offsets in the chunk text
     end: int
@@ -34,6 +35,9 @@ class Atom:
     header: str | None = None  # table header to repeat when a part opens inside the table
     header_start: int = -1
     tokens: int = 0
+    # (first, last) when the atom is known to be whole lines, as `ChunkText.whole_lines`
+    # would find: its tokens are then a difference of prefix sums, with nothing to look up.
+    lines: tuple[int, int] | None = None
 
 
 @dataclass
@@ -52,15 +56,17 @@ class ChunkText:
     def __init__(self, text: str, line_tokens: list[int]):
         self.text = text
         self.lines = text.split("\n")
-        self.offsets = [0]
-        for line in self.lines[:-1]:
-            self.offsets.append(self.offsets[-1] + len(line) + 1)
-        self.prefix = [0]
-        for tokens in line_tokens:
-            self.prefix.append(self.prefix[-1] + tokens)
+        self.offsets = list(accumulate([len(line) + 1 for line in self.lines[:-1]], initial=0))
+        self.ends = [offset + len(line) for offset, line in zip(self.offsets, self.lines)]
+        self.prefix = list(accumulate(line_tokens, initial=0))
 
     def line_end(self, index: int) -> int:
-        return self.offsets[index] + len(self.lines[index])
+        return self.ends[index]
+
+    def line_span(self, first: int, last: int) -> tuple[int, int] | None:
+        """What `whole_lines` finds for the span from the start of line `first` to the end of
+        line `last`: the span ends inside an empty last line only when that is its first."""
+        return (first, last) if first == last or self.lines[last] else None
 
     def line_at(self, char: int) -> int:
         return bisect.bisect_right(self.offsets, char) - 1
@@ -82,7 +88,7 @@ class Splitter:
     def _count(self, chunk: ChunkText, atoms: list[Atom]) -> None:
         pending = []
         for atom in atoms:
-            lines = chunk.whole_lines(atom.start, atom.end)
+            lines = atom.lines if atom.lines is not None else chunk.whole_lines(atom.start, atom.end)
             if lines is not None:
                 atom.tokens = chunk.prefix[lines[1] + 1] - chunk.prefix[lines[0]]
             else:
@@ -94,20 +100,32 @@ class Splitter:
     # --------------------------------------------------------------------- atoms
     @staticmethod
     def _line_atoms(chunk: ChunkText, start: int, end: int, header: str | None = None,
-                    header_start: int = -1) -> list[Atom]:
+                    header_start: int = -1, skip: bytearray | None = None) -> list[Atom]:
+        """A line atom for every non-blank line (or part of one) in [start, end), but for
+        the lines flagged in `skip`."""
         atoms = []
+        offsets, ends, lines, text = chunk.offsets, chunk.ends, chunk.lines, chunk.text
         for index in range(chunk.line_at(start), chunk.line_at(max(end - 1, start)) + 1):
-            s, e = max(chunk.offsets[index], start), min(chunk.line_end(index), end)
-            if chunk.text[s:e].strip():
-                atoms.append(Atom(s, e, "line", header=header, header_start=header_start))
+            if skip is not None and skip[index]:
+                continue
+            s, e = offsets[index], ends[index]
+            if s >= start and e <= end:
+                if lines[index].strip():
+                    atoms.append(Atom(s, e, "line", header=header, header_start=header_start,
+                                      lines=(index, index)))
+            else:
+                s, e = max(s, start), min(e, end)
+                if text[s:e].strip():
+                    atoms.append(Atom(s, e, "line", header=header, header_start=header_start))
         return atoms
 
     def _with_uncovered_lines(self, chunk: ChunkText, atoms: list[Atom], start: int, end: int) -> list[Atom]:
         """Adds a line atom for every non-blank line in [start, end) that no atom covers."""
-        covered = set()
+        covered = bytearray(len(chunk.lines))
         for atom in atoms:
-            covered.update(range(chunk.line_at(atom.start), chunk.line_at(max(atom.end - 1, atom.start)) + 1))
-        extra = [a for a in self._line_atoms(chunk, start, end) if chunk.line_at(a.start) not in covered]
+            first, last = atom.lines or (chunk.line_at(atom.start), chunk.line_at(max(atom.end - 1, atom.start)))
+            covered[first:last + 1] = b"\x01" * (last + 1 - first)
+        extra = self._line_atoms(chunk, start, end, skip=covered)
         return sorted(atoms + extra, key=lambda a: a.start)
 
     def _refine(self, chunk: ChunkText, atom: Atom, first_line: int) -> list[Atom]:
@@ -115,13 +133,15 @@ class Splitter:
         block = atom.block
         if atom.kind == "block" and block is not None:
             if block.kind in ("bullet_list", "ordered_list") and len(block.items) > 1:
-                items = [Atom(chunk.offsets[a - first_line], chunk.line_end(b - first_line), "item")
+                items = [Atom(chunk.offsets[a - first_line], chunk.ends[b - first_line], "item",
+                              lines=chunk.line_span(a - first_line, b - first_line))
                          for a, b in block.items]
                 return self._with_uncovered_lines(chunk, items, atom.start, atom.end)
             if block.kind == "table" and block.end - block.start >= 2:
-                head_end = chunk.line_end(block.start - first_line + 1)
+                head_line = block.start - first_line
+                head_end = chunk.ends[head_line + 1]
                 header = chunk.text[atom.start:head_end]
-                head = Atom(atom.start, head_end, "table")
+                head = Atom(atom.start, head_end, "table", lines=chunk.line_span(head_line, head_line + 1))
                 return [head, *self._line_atoms(chunk, head_end + 1, atom.end, header, atom.start)]
         if "\n" in chunk.text[atom.start:atom.end]:
             return self._line_atoms(chunk, atom.start, atom.end, atom.header, atom.header_start)
@@ -188,14 +208,18 @@ class Splitter:
         # The last line is long: take its trailing words, about `limit` tokens of them.
         line_start = max(chunk.offsets[last], part.own_start)
         segment = chunk.text[line_start:part.end]
-        words = self.counter.word_tokens(segment)
-        take = min(limit, sum(tokens for _, tokens in words) // 3)
+        words = segment.split(" ")
+        counts = self.counter.count_words(words)
+        take = min(limit, sum(counts) // 3)
         if take <= 0:
             return None
-        tokens, begin = 0, None
-        for start, word_tokens in reversed(words):
+        tokens, begin, position = 0, None, len(segment) + 1
+        for word, word_tokens in zip(reversed(words), reversed(counts)):
+            position -= len(word) + 1  # where the word starts
+            if not word:
+                continue  # a run of spaces
             tokens += word_tokens
-            begin = start
+            begin = position
             if tokens >= take:
                 break
         if not begin or not segment[begin - 1].isspace():
@@ -216,7 +240,8 @@ class Splitter:
             items = [(max(a, first + first_line), min(b, last + first_line)) for a, b in block.items
                      if a <= last + first_line and b >= first + first_line]
             clipped = Block(block.kind, first + first_line, last + first_line, items)
-            atoms.append(Atom(chunk.offsets[first], chunk.line_end(last), "block", clipped))
+            atoms.append(Atom(chunk.offsets[first], chunk.ends[last], "block", clipped,
+                              lines=chunk.line_span(first, last)))
         atoms = self._with_uncovered_lines(chunk, atoms, 0, len(text))  # lines no block claims
         atoms = self._fit(chunk, atoms, budget, first_line)
 

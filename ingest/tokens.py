@@ -89,12 +89,38 @@ class TokenCounter:
         Documentation repeats its words, so most of a corpus is dictionary lookups.
         """
         words_of = [text.split(" ") for text in texts]
+        lookup = self._word_lookup(set().union(*words_of))
+        return [sum(map(lookup, words)) for words in words_of]
+
+    def count_piece(self, text: str) -> int:
+        """Tokens of one fragment (no special tokens)."""
+        return self.count_pieces([text])[0]
+
+    def count_words(self, words: list[str]) -> list[int]:
+        """Tokens of each word (no special tokens); a word holds no space."""
+        return list(map(self._word_lookup(set(words)), words))
+
+    def word_tokens(self, text: str) -> list[tuple[int, int]]:
+        """(start, tokens) of every space-separated word of `text`, in order; empty words
+        (runs of spaces) are left out. Their tokens add up to `count_piece(text)`."""
+        words = text.split(" ")
+        spans, start = [], 0
+        for word, tokens in zip(words, self.count_words(words)):
+            if word:
+                spans.append((start, tokens))
+            start += len(word) + 1
+        return spans
+
+    def _word_lookup(self, words: set[str]):
+        """word -> tokens for each of `words`, once the unseen ones are tokenized and cached."""
         known = self._words
-        unseen = set().union(*words_of).difference(known)
+        unseen = words.difference(known)
+        if not unseen:
+            return known.__getitem__
         if len(known) + len(unseen) > MAX_CACHED_WORDS:  # bounded: both caches start afresh
             self._words = known = {"": 0}  # new dicts: a concurrent caller keeps the old ones
             self._wordpieces = _WordPieceCounts(self._tokenizer.model)
-            unseen = set().union(*words_of).difference(known)
+            unseen = words.difference(known)
         long_words: dict[str, int] = {}
         for word, tokens in zip(unseen, self._encode_words(list(unseen))):
             if len(word) <= MAX_CACHED_WORD_CHARS:
@@ -102,25 +128,8 @@ class TokenCounter:
             else:  # a blob is counted for this call only, never kept
                 long_words[word] = tokens
         if long_words:
-            return [sum(known[w] if w in known else long_words[w] for w in words) for words in words_of]
-        lookup = known.__getitem__
-        return [sum(map(lookup, words)) for words in words_of]
-
-    def count_piece(self, text: str) -> int:
-        """Tokens of one fragment (no special tokens)."""
-        return self.count_pieces([text])[0]
-
-    def word_tokens(self, text: str) -> list[tuple[int, int]]:
-        """(start, tokens) of every space-separated word of `text`, in order; empty words
-        (runs of spaces) are left out. Their tokens add up to `count_piece(text)`."""
-        words = text.split(" ")
-        counts = self.count_pieces(words)
-        spans, start = [], 0
-        for word, tokens in zip(words, counts):
-            if word:
-                spans.append((start, tokens))
-            start += len(word) + 1
-        return spans
+            return lambda word: known[word] if word in known else long_words[word]
+        return known.__getitem__
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of every token of `text` (no special tokens)."""
