@@ -34,6 +34,8 @@ _BOLD = re.compile(r"\*\*([^*\n]{1,40})\*\*")
 
 
 def _field_table(text: str) -> bool:
+    if "|" not in text:  # no row to look at: skip the line by line pass
+        return False
     lines = text.split("\n")
     for index in range(len(lines) - 1):
         row, rule = lines[index].strip(), lines[index + 1].strip()
@@ -54,7 +56,7 @@ def decide_content_kind(text: str, heading_path: list[str], front_matter: dict) 
     density = 100.0 * len(ui_hits) / max(len(words), 1)
     score = 0
     reasons = []
-    if _IMAGE.search(text):
+    if ("![" in text or "<" in text) and _IMAGE.search(text):  # substring tests first: much cheaper
         score += 2
         reasons.append("screenshot")
     if _field_table(text):
@@ -70,8 +72,9 @@ def decide_content_kind(text: str, heading_path: list[str], front_matter: dict) 
         if heading_words & set(HEADING_WORDS):
             score += 1
             reasons.append("screen-like heading")
-    bold = [b for b in _BOLD.findall(text) if len(b.split()) <= 4]
-    if len(bold) >= 2 and ui_hits:
+    # Bold labels only count next to UI words: without any, they are not looked for.
+    bold = [b for b in _BOLD.findall(text) if len(b.split()) <= 4] if ui_hits else []
+    if len(bold) >= 2:
         score += 1
         reasons.append(f"{len(bold)} bold UI labels")
     kind = "screen" if score >= 3 else "prose"
