@@ -2,6 +2,8 @@
 
 The CommonMark parser (markdown-it, Rust implementation) decides what is a heading, a code
 fence, a table or a list, so a `#` line inside a fence or indented code is never a heading.
+Only its block rules are on: CommonMark settles the block structure before any inline
+syntax (emphasis, links, code spans) is looked at, and nothing here reads inline nodes.
 Everything here is expressed in 0-based line numbers of the *original file*, so chunks can
 point back at their source lines exactly.
 """
@@ -10,15 +12,18 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import accumulate
 
 from markdown_it_pyrs import MarkdownIt
 
-_PARSER = MarkdownIt("commonmark").enable_many(["table", "strikethrough"])
+_BLOCK_RULES = ["blockquote", "code", "fence", "heading", "hr", "lheading", "list", "paragraph", "reference",
+                "html_block", "table"]
+_PARSER = MarkdownIt("zero").enable_many(_BLOCK_RULES)
 
 # Admonition openers, Docusaurus (`:::note`) and Python-Markdown/MkDocs (`!!! note`).
 _ADMONITION_FENCE = ":::"
 _ADMONITION_BANG = "!!!"
-_BLANK_BYTES = (b"\n", b" ", b"\t")
+_BLANK_BYTES = b"\n \t"
 
 
 @dataclass
@@ -129,21 +134,22 @@ def parse_markdown(text: str, source: str = "", warnings: list[str] | None = Non
     body = "\n".join(lines[body_start:])
     encoded = body.encode("utf-8")
     # byte offset of every body line start, to map the parser's byte spans to lines
-    starts = [0]
-    position = 0
-    for line in lines[body_start:]:
-        position += len(line.encode("utf-8")) + 1
-        starts.append(position)
+    if len(encoded) == len(body):  # ASCII: as many bytes as characters
+        line_bytes = [len(line) + 1 for line in lines[body_start:]]
+    else:
+        line_bytes = [len(line) + 1 if line.isascii() else len(line.encode("utf-8")) + 1
+                      for line in lines[body_start:]]
+    starts = list(accumulate(line_bytes, initial=0))
 
-    def line_of(offset: int) -> int:
-        return body_start + bisect.bisect_right(starts, offset) - 1
+    size = len(encoded)
+    line_after = bisect.bisect_right  # line of a byte offset: body_start + line_after(starts, offset) - 1
 
     def span_lines(begin: int, finish: int) -> tuple[int, int]:
         """First and last line of a parser span; a span can end on blank bytes: step back onto text."""
         last = finish - 1
-        while last > begin and encoded[last:last + 1] in _BLANK_BYTES:
-            last -= 1
-        return line_of(begin), line_of(last)
+        if begin < last < size:
+            last = begin + max(len(encoded[begin:finish].rstrip(_BLANK_BYTES)) - 1, 0)
+        return body_start + line_after(starts, begin) - 1, body_start + line_after(starts, last) - 1
 
     headings: list[Heading] = []
     blocks: list[Block] = []
