@@ -10,6 +10,7 @@ point back at their source lines exactly.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate
@@ -24,6 +25,18 @@ _PARSER = MarkdownIt("zero").enable_many(_BLOCK_RULES)
 _ADMONITION_FENCE = ":::"
 _ADMONITION_BANG = "!!!"
 _BLANK_BYTES = b"\n \t"
+
+# Front matter made only of `key: value` lines, each value a quoted string without escapes,
+# a whole number or plain words, is read here just as YAML reads it; anything else goes to
+# the YAML parser, whose import costs about as much as chunking a dozen small files.
+_SIMPLE_ENTRY = re.compile(
+    r"(?P<key>[A-Za-z_][A-Za-z0-9_-]*):"
+    r"(?:[ ]+(?:'(?P<single>[ -&(-~]*)'|\"(?P<double>[ !#-\[\]-~]*)\"|(?P<number>0|[1-9][0-9]*)"
+    r"|(?P<plain>[A-Za-z/][A-Za-z0-9 _./()&+,'!?-]*?)))?[ ]*")
+# Plain words YAML reads as booleans or null rather than strings.
+_YAML_WORDS = frozenset(
+    variant for word in ("yes", "no", "true", "false", "on", "off", "null")
+    for variant in (word, word.capitalize(), word.upper()))
 
 
 @dataclass
@@ -92,7 +105,10 @@ def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> t
         return {}, 0
     for index in range(1, len(lines)):
         if lines[index].rstrip() in ("---", "..."):
-            import yaml  # only files with front matter pay for it
+            data = _simple_front_matter(lines[1:index])
+            if data is not None:
+                return data, index + 1
+            import yaml  # only files with front matter beyond the simple kind pay for it
 
             try:
                 data = yaml.safe_load("\n".join(lines[1:index])) or {}
@@ -104,6 +120,22 @@ def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> t
                 data = {}
             return data, index + 1
     return {}, 0  # an opening `---` with no closing line is a thematic break, not front matter
+
+
+def _simple_front_matter(lines: list[str]) -> dict | None:
+    """What YAML makes of `lines` when they are simple `key: value` lines, else None."""
+    data: dict = {}
+    for line in lines:
+        if not line.strip(" "):
+            continue
+        entry = _SIMPLE_ENTRY.fullmatch(line)
+        if entry is None or entry["key"] in _YAML_WORDS or entry["plain"] in _YAML_WORDS:
+            return None
+        single, double, number, plain = entry.group("single", "double", "number", "plain")
+        value = int(number) if number is not None else next(
+            (text for text in (single, double, plain) if text is not None), None)
+        data[entry["key"]] = value
+    return data
 
 
 def _heading_title(source_lines: list[str], setext: bool) -> tuple[str, str | None]:
