@@ -52,6 +52,8 @@ def iter_markdown_files(docs_dir: Path) -> list[Path]:
 
 
 def find_images(text: str) -> list[str]:
+    if "![" not in text and "<" not in text:  # neither kind of image can be there
+        return []
     found = [(m.start(), m.group(1)) for m in _MD_IMAGE.finditer(text)]
     found += [(m.start(), m.group(1)) for m in _HTML_IMAGE.finditer(text)]
     seen: dict[str, None] = {}
@@ -150,8 +152,9 @@ class Chunker:
         blocks = doc.blocks[first:last]
         fixed = self.counter.special_tokens + self.counter.count_piece(breadcrumb)
         budget = self.limit - fixed - PART_LABEL_RESERVE
+        lines = ChunkText(text, line_tokens)
         for _ in range(8):  # shrink the budget until every part fits (rarely more than once)
-            parts = self.splitter.split(text, line_tokens, blocks, piece.start, budget)
+            parts = self.splitter.split_chunk(lines, blocks, piece.start, budget)
             count = len(parts)
             labels = [part_label(i, count) for i in range(1, count + 1)]
             label_tokens = self.counter.count_pieces(labels)
@@ -167,7 +170,6 @@ class Chunker:
         else:  # pragma: no cover - would mean the splitter cannot make progress
             raise RuntimeError(f"{common['source']}: cannot fit a part of {breadcrumb!r} under {self.limit} tokens")
         group_id = common["group_id"]
-        lines = ChunkText(text, line_tokens)
         chunks = []
         for index, (part, embed_text, tokens) in enumerate(zip(parts, embed_texts, counts), 1):
             chunks.append(Chunk(

@@ -229,7 +229,11 @@ class Splitter:
     def split(self, text: str, line_tokens: list[int], blocks: list[Block], first_line: int,
               budget: int) -> list[Part]:
         """Cut `text` (lines `first_line`… of the file) into parts of at most `budget` tokens."""
-        chunk = ChunkText(text, line_tokens)
+        return self.split_chunk(ChunkText(text, line_tokens), blocks, first_line, budget)
+
+    def split_chunk(self, chunk: ChunkText, blocks: list[Block], first_line: int, budget: int) -> list[Part]:
+        """`split` for a text already measured into lines."""
+        text = chunk.text
         line_count = len(chunk.lines)
         atoms: list[Atom] = []
         for block in blocks:

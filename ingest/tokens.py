@@ -121,15 +121,18 @@ class TokenCounter:
             self._words = known = {"": 0}  # new dicts: a concurrent caller keeps the old ones
             self._wordpieces = _WordPieceCounts(self._tokenizer.model)
             unseen = words.difference(known)
+        unseen_words = list(unseen)
+        counts = self._encode_words(unseen_words)
+        if max(map(len, unseen_words)) <= MAX_CACHED_WORD_CHARS:  # the usual case: keep them all
+            known.update(zip(unseen_words, counts))
+            return known.__getitem__
         long_words: dict[str, int] = {}
-        for word, tokens in zip(unseen, self._encode_words(list(unseen))):
+        for word, tokens in zip(unseen_words, counts):
             if len(word) <= MAX_CACHED_WORD_CHARS:
                 known[word] = tokens
             else:  # a blob is counted for this call only, never kept
                 long_words[word] = tokens
-        if long_words:
-            return lambda word: known[word] if word in known else long_words[word]
-        return known.__getitem__
+        return lambda word: known[word] if word in known else long_words[word]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of every token of `text` (no special tokens)."""
