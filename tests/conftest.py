@@ -34,8 +34,11 @@ def weaviate_service(tmp_path_factory):
         return
 
     data_dir = tmp_path_factory.mktemp("weaviate-data")
-    settings = Settings(data_dir=data_dir, weaviate_url=None)
-    if weaviate_server.find_binary(settings) is None:
+    # The binary is where `fieldguide weaviate build` put it (the configured data dir's bin/,
+    # Go's bin folders, PATH); only the server's data is throw-away.
+    binary = weaviate_server.find_binary(Settings(weaviate_url=None))
+    settings = Settings(data_dir=data_dir, weaviate_url=None, weaviate_binary=str(binary) if binary else None)
+    if binary is None:
         message = "no weaviate-server binary: run `fieldguide weaviate build` (needs Go) or set FIELDGUIDE_WEAVIATE_URL"
         if os.environ.get("CI"):
             pytest.fail(message)
