@@ -300,6 +300,27 @@ class ChunkStore:
             intros.append(max(matches, key=lambda r: r["line_start"], default=None))
         return found, intros
 
+    def unsearchable_reason(self) -> str | None:
+        """None when a vector search finds the stored chunks; else why it cannot.
+
+        Objects can be stored while the vector index does not hold them (written without a
+        vector, an index lost or damaged on disk): every question would then abstain while
+        the server looks healthy. One nearest-neighbour query of any vector must return a
+        chunk whenever there is one.
+        """
+        if not self.exists():
+            return None
+        stored = self.count()
+        manifest = self.manifest() or {}
+        dimension = int(manifest.get("dimension") or 0)
+        if stored == 0 or dimension <= 0:
+            return None
+        probe = [1.0] + [0.0] * (dimension - 1)
+        if self.chunks.query.near_vector(near_vector=probe, limit=1, return_properties=[]).objects:
+            return None
+        return (f"collection {self.name} holds {stored} chunks but a vector search finds none (its vector "
+                f"index is empty or damaged): run `fieldguide ingest DOCS_DIR --reindex`")
+
     def ready(self, embedding_model_id: str | None = None) -> bool:
         """Weaviate answers and the collection exists (built with `embedding_model_id`, when given)."""
         try:

@@ -1,4 +1,5 @@
-"""Readiness: the store is reachable and its index was built with the configured embedding model.
+"""Readiness: the store is reachable, its index was built with the configured embedding model,
+and a vector search finds the stored chunks.
 
 A readiness check is a plain callable returning None when ready, or one sentence saying
 why not. The service runs it in a worker thread with a timeout, and caches the answer
@@ -23,7 +24,7 @@ def store_readiness(settings: Settings, resources=None) -> ReadinessCheck:
         if not store.ready():
             return "Weaviate is not reachable"
         store.check_manifest(embedding_model_id(settings))
-        return None
+        return store.unsearchable_reason()
 
     def check() -> str | None:
         try:

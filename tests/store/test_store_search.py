@@ -123,3 +123,24 @@ def test_manifest_round_trip_and_mismatch(filled_store):
     with pytest.raises(ModelMismatch, match="--reindex"):
         store.check_manifest("another-model")
     assert store.ready()
+
+
+def test_a_store_whose_vector_search_finds_nothing_is_not_ready(filled_store, weaviate_settings):
+    from fieldguide.service.readiness import store_readiness
+    from fieldguide.store import open_store
+
+    store, records, _ = filled_store
+    assert store.unsearchable_reason() is None
+    with open_store(weaviate_settings.model_copy(update={"collection": weaviate_settings.collection + "Novec"})) as bare:
+        bare.ensure_collections()
+        bare.set_manifest("test-model", DIM, "1")
+        assert bare.unsearchable_reason() is None  # nothing stored: nothing to find
+        # Objects stored without their vectors: the index holds none of them.
+        bare.chunks.data.insert_many([{name: r[name] for name in r} for r in records[:4]])
+        reason = bare.unsearchable_reason()
+        assert "holds 4 chunks" in reason and "--reindex" in reason
+        settings = weaviate_settings.model_copy(update={"collection": bare.name})
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("fieldguide.embedding.embedding_model_id", lambda _settings: "test-model")
+            assert store_readiness(settings)() == reason
+        bare.drop()
