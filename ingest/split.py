@@ -208,18 +208,14 @@ class Splitter:
         # The last line is long: take its trailing words, about `limit` tokens of them.
         line_start = max(chunk.offsets[last], part.own_start)
         segment = chunk.text[line_start:part.end]
-        words = segment.split(" ")
-        counts = self.counter.count_words(words)
-        take = min(limit, sum(counts) // 3)
+        words = self.counter.word_tokens(segment)
+        take = min(limit, sum(tokens for _, tokens in words) // 3)
         if take <= 0:
             return None
-        tokens, begin, position = 0, None, len(segment) + 1
-        for word, word_tokens in zip(reversed(words), reversed(counts)):
-            position -= len(word) + 1  # where the word starts
-            if not word:
-                continue  # a run of spaces
+        tokens, begin = 0, None
+        for start, word_tokens in reversed(words):
             tokens += word_tokens
-            begin = position
+            begin = start
             if tokens >= take:
                 break
         if not begin or not segment[begin - 1].isspace():
