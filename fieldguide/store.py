@@ -300,20 +300,18 @@ class ChunkStore:
             intros.append(max(matches, key=lambda r: r["line_start"], default=None))
         return found, intros
 
-    def unsearchable_reason(self) -> str | None:
+    def unsearchable_reason(self, dimension: int) -> str | None:
         """None when a vector search finds the stored chunks; else why it cannot.
 
         Objects can be stored while the vector index does not hold them (written without a
         vector, an index lost or damaged on disk): every question would then abstain while
-        the server looks healthy. One nearest-neighbour query of any vector must return a
-        chunk whenever there is one.
+        the server looks healthy. One nearest-neighbour query of any vector of the index's
+        `dimension` (the manifest's) must return a chunk whenever there is one.
         """
-        if not self.exists():
+        if dimension <= 0 or not self.exists():
             return None
         stored = self.count()
-        manifest = self.manifest() or {}
-        dimension = int(manifest.get("dimension") or 0)
-        if stored == 0 or dimension <= 0:
+        if stored == 0:
             return None
         probe = [1.0] + [0.0] * (dimension - 1)
         if self.chunks.query.near_vector(near_vector=probe, limit=1, return_properties=[]).objects:

@@ -23,8 +23,8 @@ def store_readiness(settings: Settings, resources=None) -> ReadinessCheck:
 
         if not store.ready():
             return "Weaviate is not reachable"
-        store.check_manifest(embedding_model_id(settings))
-        return store.unsearchable_reason()
+        manifest = store.check_manifest(embedding_model_id(settings))
+        return store.unsearchable_reason(int(manifest["dimension"] or 0)) if manifest else None
 
     def check() -> str | None:
         try:

@@ -130,14 +130,14 @@ def test_a_store_whose_vector_search_finds_nothing_is_not_ready(filled_store, we
     from fieldguide.store import open_store
 
     store, records, _ = filled_store
-    assert store.unsearchable_reason() is None
+    assert store.unsearchable_reason(DIM) is None
     with open_store(weaviate_settings.model_copy(update={"collection": weaviate_settings.collection + "Novec"})) as bare:
         bare.ensure_collections()
         bare.set_manifest("test-model", DIM, "1")
-        assert bare.unsearchable_reason() is None  # nothing stored: nothing to find
+        assert bare.unsearchable_reason(DIM) is None  # nothing stored: nothing to find
         # Objects stored without their vectors: the index holds none of them.
         bare.chunks.data.insert_many([{name: r[name] for name in r} for r in records[:4]])
-        reason = bare.unsearchable_reason()
+        reason = bare.unsearchable_reason(DIM)
         assert "holds 4 chunks" in reason and "--reindex" in reason
         settings = weaviate_settings.model_copy(update={"collection": bare.name})
         with pytest.MonkeyPatch.context() as patch:
