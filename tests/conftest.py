@@ -23,7 +23,23 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @pytest.fixture(scope="session")
-def weaviate_service(tmp_path_factory):
+def weaviate_binary():
+    """The weaviate-server binary where `fieldguide weaviate build` put it (the configured data
+    dir's bin/, Go's bin folders, PATH). Without one the test fails under CI, else skips."""
+    from fieldguide import weaviate_server
+    from fieldguide.settings import Settings
+
+    binary = weaviate_server.find_binary(Settings(weaviate_url=None))
+    if binary is None:
+        message = "no weaviate-server binary: run `fieldguide weaviate build` (needs Go) or set FIELDGUIDE_WEAVIATE_URL"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return binary
+
+
+@pytest.fixture(scope="session")
+def weaviate_service(tmp_path_factory, request):
     """{"url", "grpc_port", "http_port"} of a ready Weaviate for the whole test run."""
     from fieldguide import weaviate_server
     from fieldguide.settings import Settings, get_settings
@@ -33,16 +49,9 @@ def weaviate_service(tmp_path_factory):
                "grpc_port": int(os.environ.get("FIELDGUIDE_WEAVIATE_GRPC_PORT", "50051")), "http_port": None}
         return
 
-    data_dir = tmp_path_factory.mktemp("weaviate-data")
-    # The binary is where `fieldguide weaviate build` put it (the configured data dir's bin/,
-    # Go's bin folders, PATH); only the server's data is throw-away.
-    binary = weaviate_server.find_binary(Settings(weaviate_url=None))
-    settings = Settings(data_dir=data_dir, weaviate_url=None, weaviate_binary=str(binary) if binary else None)
-    if binary is None:
-        message = "no weaviate-server binary: run `fieldguide weaviate build` (needs Go) or set FIELDGUIDE_WEAVIATE_URL"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    binary = request.getfixturevalue("weaviate_binary")  # only needed when no server is given
+    data_dir = tmp_path_factory.mktemp("weaviate-data")  # only the server's data is throw-away
+    settings = Settings(data_dir=data_dir, weaviate_url=None, weaviate_binary=binary)
     http_port, grpc_port = weaviate_server.free_port(), weaviate_server.free_port()
     weaviate_server.start(settings, http_port=http_port, grpc_port=grpc_port)
     saved = {name: os.environ.get(name) for name in ("FIELDGUIDE_WEAVIATE_URL", "FIELDGUIDE_WEAVIATE_GRPC_PORT")}

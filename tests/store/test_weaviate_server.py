@@ -38,16 +38,12 @@ def test_configured_binary_that_does_not_exist_is_refused(tmp_path):
 
 
 @pytest.mark.weaviate
-def test_two_processes_share_one_server_that_survives_a_restart(tmp_path):
-    binary = weaviate_server.find_binary(Settings(weaviate_url=None))  # where `weaviate build` put it
-    if binary is None:
-        message = "no weaviate-server binary (run `fieldguide weaviate build`)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
-    env = dict(os.environ, FIELDGUIDE_DATA_DIR=str(tmp_path / "data"), FIELDGUIDE_WEAVIATE_BINARY=str(binary),
+def test_two_processes_share_one_server_that_survives_a_restart(tmp_path, weaviate_binary):
+    env = dict(os.environ, FIELDGUIDE_DATA_DIR=str(tmp_path / "data"), FIELDGUIDE_WEAVIATE_BINARY=str(weaviate_binary),
                FIELDGUIDE_LOCAL_HTTP_PORT=str(weaviate_server.free_port()),
                FIELDGUIDE_LOCAL_GRPC_PORT=str(weaviate_server.free_port()))
     env.pop("FIELDGUIDE_WEAVIATE_URL", None)
-    settings = Settings(data_dir=Path(env["FIELDGUIDE_DATA_DIR"]), weaviate_url=None, weaviate_binary=binary,
+    settings = Settings(data_dir=Path(env["FIELDGUIDE_DATA_DIR"]), weaviate_url=None, weaviate_binary=weaviate_binary,
                         local_http_port=int(env["FIELDGUIDE_LOCAL_HTTP_PORT"]),
                         local_grpc_port=int(env["FIELDGUIDE_LOCAL_GRPC_PORT"]))
     command = [sys.executable, "-m", "fieldguide.cli", "weaviate", "start"]
