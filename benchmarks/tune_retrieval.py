@@ -53,7 +53,7 @@ def main() -> None:
     names = list(grid)
     retrieval_graph = build_retrieval_graph()
     with open_resources(settings) as resources:
-        resources.embeddings.embed_query("warm up")
+        resources.warm_up(chat=False)
         for values in itertools.product(*(grid[n] for n in names)) if names else [()]:
             overrides = dict(zip(names, values))
             lines = []

@@ -76,6 +76,10 @@ class QueryOptions:
         return cls(**values)
 
 
+WARM_UP_CANDIDATE = {"chunk_id": "warm-up", "heading_path": ["Warm up"], "text": "warm up",
+                     "similarity": 0.0, "content_kind": "prose"}
+
+
 class Resources:
     """Lazily loaded, shared models and store. Anything may be injected (tests, service)."""
 
@@ -138,6 +142,15 @@ class Resources:
 
                 self._chat_model = load_chat_model(self.settings)
             return self._chat_model
+
+    def warm_up(self, chat: bool = True) -> None:
+        """Load the models and run the embedding model and the reranker once, so that no question
+        pays for it (a configured cross-encoder takes seconds to load, and a model's first call
+        carries one-off costs). `chat=False` leaves the chat model unloaded (retrieval only)."""
+        self.embeddings.embed_query("warm up")
+        self.reranker.score("warm up", [WARM_UP_CANDIDATE])
+        if chat:
+            self.chat_model
 
     def close(self) -> None:
         with self._lock:

@@ -63,8 +63,7 @@ def run(args) -> int:
         with open_resources(settings) as resources:
             retrieval_graph = build_retrieval_graph()
             # Load every model before the first question, so no question pays for it.
-            resources.embeddings.embed_query("warm up")
-            resources.reranker
+            resources.warm_up(chat=False)
             out = sys.stdout
             for number, item in enumerate(questions, start=1):
                 state, total_ms = retrieve(retrieval_graph, item["question"], resources, overrides)

@@ -63,8 +63,7 @@ def run(args) -> int:
         # Load the models while the server starts, so the first question does not pay for it.
         def warm_up() -> None:
             try:
-                resources.embeddings
-                resources.chat_model
+                resources.warm_up()
             except Exception as exc:  # the first question will report it as an error event
                 print(f"warning: could not preload models: {exc}", file=sys.stderr)
                 return

@@ -78,8 +78,7 @@ def retrieve_all(questions: list[dict], settings, variants: dict[str, dict]) -> 
     lines: dict[str, list[dict]] = {}
     with open_resources(settings) as resources:
         retrieval_graph = build_retrieval_graph()
-        resources.embeddings.embed_query("warm up")  # no question pays for loading a model
-        resources.reranker
+        resources.warm_up(chat=False)  # no question pays for loading a model
         retrieve(retrieval_graph, "warm up", resources)
         for name, overrides in variants.items():
             lines[name] = []

@@ -40,6 +40,39 @@ def test_cross_encoder_scores_every_pair_and_drives_the_order(random_cross_encod
     assert reranker.score("a question", []) == []
 
 
+@pytest.mark.models
+def test_warm_up_loads_a_configured_cross_encoder_and_runs_each_model_once(random_cross_encoder):
+    from fakes import FakeEmbeddings
+    from graph.runtime import Resources
+
+    embeddings = FakeEmbeddings()
+    resources = Resources(Settings(reranker_model=random_cross_encoder), embeddings=embeddings)
+    resources.warm_up(chat=False)
+    assert embeddings.calls == 1
+    assert isinstance(resources._reranker, CrossEncoderReranker)
+    assert resources._chat_model is None  # retrieval only: the chat model stays unloaded
+
+
+def test_warm_up_scores_with_the_fallback_and_loads_the_chat_model_when_asked(monkeypatch):
+    import fieldguide.chat
+    from fakes import FakeEmbeddings
+    from graph.runtime import Resources
+
+    chat = object()
+    monkeypatch.setattr(fieldguide.chat, "load_chat_model", lambda settings: chat)
+
+    class CountingScorer(LexicalFallbackScorer):
+        calls = 0
+
+        def score(self, question, candidates, intent=None):
+            CountingScorer.calls += 1
+            return super().score(question, candidates, intent)
+
+    resources = Resources(Settings(reranker_model=None), embeddings=FakeEmbeddings(), reranker=CountingScorer())
+    resources.warm_up()
+    assert CountingScorer.calls == 1 and resources._chat_model is chat
+
+
 def test_no_reranker_configured_means_the_fallback_scorer():
     assert isinstance(load_reranker(Settings(reranker_model=None)), LexicalFallbackScorer)
 
