@@ -143,17 +143,14 @@ class TokenCounter:
 
     def _encode_words(self, words: list[str]) -> list[int]:
         counts = [0] * len(words)
-        shortcut = self._shortcut_words(words) if self._bert_ascii else []
+        shortcut, normalised = self._shortcut_words(words) if self._bert_ascii else ([], "")
         if shortcut:
             # Printable ASCII holding no added token like [MASK]: lowercase, cut at
             # punctuation, word pieces. The pipeline's answer exactly, without its per-call
             # cost: every punctuation mark is one token, and the runs of letters and digits
             # between them are counted once each. The string steps run on all words at once.
-            joined = _WORD_SEPARATOR.join([words[i] for i in shortcut])
-            if self._lowercase:
-                joined = joined.lower()
             wordpieces = self._wordpieces.__getitem__
-            spaced_words = joined.translate(_PUNCTUATION_TO_SPACE).split(_WORD_SEPARATOR)
+            spaced_words = normalised.translate(_PUNCTUATION_TO_SPACE).split(_WORD_SEPARATOR)
             for index, spaced in zip(shortcut, spaced_words):
                 counts[index] = spaced.count(" ") + sum(map(wordpieces, spaced.split()))
         taken = set(shortcut)
@@ -167,15 +164,18 @@ class TokenCounter:
                 counts[index] = len(encoding)
         return counts
 
-    def _shortcut_words(self, words: list[str]) -> list[int]:
-        """Indexes of the words the ASCII shortcut counts: printable ASCII, no added token."""
+    def _shortcut_words(self, words: list[str]) -> tuple[list[int], str]:
+        """Indexes of the words the ASCII shortcut counts (printable ASCII, no added token),
+        and those words normalised, joined by `_WORD_SEPARATOR`."""
         shortcut = [index for index, word in enumerate(words) if word.isascii() and word.isprintable()]
         joined = _WORD_SEPARATOR.join([words[i] for i in shortcut])
         normalised = joined.lower() if self._lowercase else joined
         if self._holds_added(joined, normalised):  # rare: find the words that hold one
             shortcut = [i for i in shortcut
                         if not self._holds_added(words[i], words[i].lower() if self._lowercase else words[i])]
-        return shortcut
+            joined = _WORD_SEPARATOR.join([words[i] for i in shortcut])
+            normalised = joined.lower() if self._lowercase else joined
+        return shortcut, normalised
 
 
 class _WordPieceCounts(dict):
