@@ -60,9 +60,6 @@ class ChunkText:
         self.ends = [offset + len(line) for offset, line in zip(self.offsets, self.lines)]
         self.prefix = list(accumulate(line_tokens, initial=0))
 
-    def line_end(self, index: int) -> int:
-        return self.ends[index]
-
     def line_span(self, first: int, last: int) -> tuple[int, int] | None:
         """What `whole_lines` finds for the span from the start of line `first` to the end of
         line `last`: the span ends inside an empty last line only when that is its first."""
@@ -74,7 +71,7 @@ class ChunkText:
     def whole_lines(self, start: int, end: int) -> tuple[int, int] | None:
         """(first, last) line when [start, end) runs from a line start to a line end."""
         first, last = self.line_at(start), self.line_at(max(end - 1, start))
-        if self.offsets[first] == start and self.line_end(last) == end:
+        if self.offsets[first] == start and self.ends[last] == end:
             return first, last
         return None
 
@@ -198,7 +195,7 @@ class Splitter:
         tokens, start = 0, None
         for index in range(last, first, -1):  # whole trailing lines first: rows, list items
             line_tokens = chunk.prefix[index + 1] - chunk.prefix[index]
-            if chunk.line_end(index) > part.end or tokens + line_tokens > limit:
+            if chunk.ends[index] > part.end or tokens + line_tokens > limit:
                 break
             tokens += line_tokens
             if line_tokens:
