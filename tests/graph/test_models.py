@@ -41,7 +41,7 @@ def test_cross_encoder_scores_every_pair_and_drives_the_order(random_cross_encod
 
 
 @pytest.mark.models
-def test_warm_up_loads_a_configured_cross_encoder_and_runs_each_model_once(random_cross_encoder):
+def test_warm_up_loads_a_configured_cross_encoder_and_embeds_once(random_cross_encoder):
     from fakes import FakeEmbeddings
     from graph.runtime import Resources
 
