@@ -94,6 +94,16 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = 15.0
     max_events_per_conversation: int = Field(
         4000, description="Events kept per conversation for replay; the oldest are dropped beyond this.")
+    # --- conversation state (fieldguide/service/state) ------------------------------------------
+    state_url: str | None = Field(
+        None, description="Where conversations live: sqlite:///PATH (default <data_dir>/state/conversations.sqlite), "
+        "redis://HOST:PORT/DB (shared by several replicas) or memory:// (lost on restart).")
+    checkpoint_url: str | None = Field(
+        None, description="postgresql://... for LangGraph's PostgresSaver, the conversations' checkpoints when the "
+        "state is in Redis (Debian's Redis has no RedisJSON/RediSearch for LangGraph's Redis saver).")
+    turn_retention_days: float = Field(90, description="Days stored turns and feedback are kept.")
+    dependency_timeout_seconds: float = Field(
+        3.0, description="How long a question waits for Redis or Postgres before it fails with a plain message.")
     web_modules_dir: Path | None = Field(
         None, description="node_modules holding the chat page's libraries; default fieldguide/web/node_modules.")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from fieldguide.errors import FieldguideError
@@ -38,6 +39,15 @@ def source_entry(block: dict[str, Any], resolve_image) -> dict[str, Any]:
     return entry
 
 
+@dataclass
+class TurnOutcome:
+    """How a turn ended: `done` with its final state, or `error` with the message sent."""
+
+    status: str
+    final: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
 def failure_message(exc: BaseException) -> str:
     if isinstance(exc, FieldguideError):
         return str(exc)
@@ -46,7 +56,7 @@ def failure_message(exc: BaseException) -> str:
 
 
 async def run_turn(conversation: Conversation, graph, graph_input: dict, config: dict, *,
-                   resolve_image) -> None:
+                   resolve_image) -> TurnOutcome:
     """Stream one turn into `conversation`'s log; ends with exactly one `done` or `error`."""
     started = time.perf_counter()
     final: dict[str, Any] = {}
@@ -91,10 +101,13 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             "abstain": bool(final.get("abstain", False)),
             "timings_ms": timings,
         })
+        return TurnOutcome("done", {**final, "timings_ms": timings})
     except asyncio.CancelledError:
         conversation.append("error", {"message": conversation.cancel_reason or "the answer was cancelled"})
         raise
     except Exception as exc:  # any failure becomes an event; the server carries on
         if not isinstance(exc, FieldguideError):
             log.exception("conversation %s failed", conversation.id)
-        conversation.append("error", {"message": failure_message(exc)})
+        message = failure_message(exc)
+        conversation.append("error", {"message": message})
+        return TurnOutcome("error", final, message)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -44,9 +45,15 @@ def serve(app, port: int | None = None):
         thread.join(timeout=20)
 
 
+def fresh_sqlite_url() -> str:
+    """The default backend (a SQLite file) in a throw-away folder of its own."""
+    return f"sqlite:///{tempfile.mkdtemp(prefix='fieldguide-state-')}/conversations.sqlite"
+
+
 def make_settings(**overrides) -> Settings:
     values = {"heartbeat_seconds": 15.0, "abandon_after_seconds": 30.0, "docs_dir": SAMPLE_DOCS}
     values.update(overrides)
+    values.setdefault("state_url", fresh_sqlite_url())
     return Settings(**values)
 
 

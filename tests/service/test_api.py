@@ -219,7 +219,7 @@ def test_follow_up_keeps_the_history_and_streams_only_the_new_turn(server_for, c
     state = service.graph.get_state({"configurable": {"thread_id": first["conversation_id"]}})
     assert state.values["questions"] == ["first question", "second question"]
     # only the newest checkpoint of the thread is kept between turns
-    assert len(service.checkpointer.storage[first["conversation_id"]][""]) == 1
+    assert service.checkpointer.checkpoint_count(first["conversation_id"]) == 1
 
 
 def test_follow_up_while_answering_is_409(server_for, client):
@@ -246,9 +246,8 @@ def test_old_conversations_are_evicted_with_their_checkpoints(server_for, client
     for kept in ids[2:]:
         assert client.get(base + f"/conversations/{kept}/stream").status_code == 200
     saver = app.state.service.checkpointer
-    assert set(saver.storage) == set(ids[2:])
-    assert not [key for key in saver.blobs if key[0] in ids[:2]]
-    assert not [key for key in saver.writes if key[0] in ids[:2]]
+    assert saver.thread_ids() == set(ids[2:])
+    assert all(saver.checkpoint_count(evicted) == 0 for evicted in ids[:2])
 
 
 def test_conversations_expire_after_their_time_to_live(server_for, client):
@@ -261,7 +260,7 @@ def test_conversations_expire_after_their_time_to_live(server_for, client):
         assert time.monotonic() < deadline, "the conversation never expired"
         time.sleep(0.05)
     assert client.get(base + started["stream_url"]).status_code == 404
-    assert started["conversation_id"] not in app.state.service.checkpointer.storage
+    assert started["conversation_id"] not in app.state.service.checkpointer.thread_ids()
 
 
 def test_event_log_keeps_at_most_max_events(server_for, client):
