@@ -207,7 +207,7 @@ class ConversationRegistry:
                 continue
             conversation = Conversation(id=stored.id, max_events=self.max_events, loop=_running_loop(),
                                         events=deque(stored.events), last_id=stored.last_id,
-                                        turn_started_at_id=stored.turn_started_at_id,
+                                        turn_started_at_id=stored.last_id,
                                         last_activity=now - idle, last_listened=now - idle,
                                         journal=self.journal)
             self._conversations[conversation.id] = conversation

@@ -186,11 +186,11 @@ def test_heartbeats_are_comment_lines(server_for, client):
     assert comments and all(c.startswith("ping") for c in comments)
 
 
-def test_a_run_nobody_listens_to_is_cancelled(server_for, client):
+def test_a_run_nobody_listens_to_is_cancelled(server_for, client, backend):
     def factory(checkpointer=None):
         return build_scripted_graph(checkpointer, answer=" ".join(["word"] * 400), token_delay=0.05)
 
-    app = make_app(factory, abandon_after_seconds=0.3)
+    app = make_app(factory, abandon_after_seconds=0.3, **backend)
     base = server_for(app)
     started = ask(client, base)
     conversation = app.state.service.conversations.get(started["conversation_id"])
@@ -204,8 +204,9 @@ def test_a_run_nobody_listens_to_is_cancelled(server_for, client):
     assert len([e for e in events if e.event == "token"]) < 400  # it stopped early
 
 
-def test_follow_up_keeps_the_history_and_streams_only_the_new_turn(server_for, client):
-    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, answer="About {question} ok."))
+def test_follow_up_keeps_the_history_and_streams_only_the_new_turn(server_for, client, backend):
+    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, answer="About {question} ok."),
+                   **backend)
     base = server_for(app)
     first = ask(client, base, question="first question")
     events_1 = read_stream(client, base, first["stream_url"])
@@ -222,10 +223,10 @@ def test_follow_up_keeps_the_history_and_streams_only_the_new_turn(server_for, c
     assert service.checkpointer.checkpoint_count(first["conversation_id"]) == 1
 
 
-def test_follow_up_while_answering_is_409(server_for, client):
+def test_follow_up_while_answering_is_409(server_for, client, backend):
     factory = lambda checkpointer=None: build_scripted_graph(checkpointer, answer=" ".join(["w"] * 200),
                                                              token_delay=0.02)
-    base = server_for(make_app(factory))
+    base = server_for(make_app(factory, **backend))
     first = ask(client, base)
     response = client.post(base + "/conversations",
                            json={"question": "again", "conversation_id": first["conversation_id"]})
@@ -233,8 +234,8 @@ def test_follow_up_while_answering_is_409(server_for, client):
     assert read_stream(client, base, first["stream_url"])[-1].event == "done"
 
 
-def test_old_conversations_are_evicted_with_their_checkpoints(server_for, client):
-    app = make_app(max_conversations=3)
+def test_old_conversations_are_evicted_with_their_checkpoints(server_for, client, backend):
+    app = make_app(max_conversations=3, **backend)
     base = server_for(app)
     ids = []
     for n in range(5):
@@ -250,8 +251,8 @@ def test_old_conversations_are_evicted_with_their_checkpoints(server_for, client
     assert all(saver.checkpoint_count(evicted) == 0 for evicted in ids[:2])
 
 
-def test_conversations_expire_after_their_time_to_live(server_for, client):
-    app = make_app(event_log_ttl_seconds=0.2)
+def test_conversations_expire_after_their_time_to_live(server_for, client, backend):
+    app = make_app(event_log_ttl_seconds=0.2, **backend)
     base = server_for(app)
     started = ask(client, base)
     read_stream(client, base, started["stream_url"])
@@ -263,8 +264,8 @@ def test_conversations_expire_after_their_time_to_live(server_for, client):
     assert started["conversation_id"] not in app.state.service.checkpointer.thread_ids()
 
 
-def test_event_log_keeps_at_most_max_events(server_for, client):
-    base = server_for(make_app(max_events_per_conversation=10))
+def test_event_log_keeps_at_most_max_events(server_for, client, backend):
+    base = server_for(make_app(max_events_per_conversation=10, **backend))
     started = ask(client, base)
     read_stream(client, base, started["stream_url"])
     replay = read_stream(client, base, started["stream_url"])

@@ -85,6 +85,13 @@ class SqliteState:
         self.conn.executescript(SCHEMA)
         self.retention_seconds = turn_retention_days * 86400
         self._lock = threading.Lock()
+        self._mark_interrupted_turns()
+
+    def _mark_interrupted_turns(self) -> None:
+        """Turns still `running` in a file this process just took over were cut off by a restart."""
+        self.conn.execute(
+            "UPDATE fg_turns SET record = json_set(record, '$.status', 'interrupted', '$.finished_at', ?) "
+            "WHERE json_extract(record, '$.status') = 'running'", (time.time(),))
 
     # -- the event journal (see ConversationRegistry) -----------------------------------
     def create(self, conversation_id: str) -> None:
