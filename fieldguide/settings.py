@@ -50,11 +50,21 @@ class Settings(BaseSettings):
     # --- store ------------------------------------------------------------------------
     weaviate_url: str | None = Field(None, description="External Weaviate (http://host:8080); unset: run one locally.")
     weaviate_grpc_port: int | None = Field(None, description="gRPC port of the external Weaviate (default 50051).")
+    weaviate_grpc_ports: str | None = Field(
+        None, description="One gRPC port per node of a comma-separated FIELDGUIDE_WEAVIATE_URL, in its order.")
     weaviate_api_key: str | None = None
     local_http_port: int = Field(8079, description="Port of the locally managed Weaviate server (loopback).")
     local_grpc_port: int = Field(50059, description="gRPC port of the locally managed Weaviate server.")
     weaviate_binary: Path | None = Field(None, description="weaviate-server binary to run; default searched.")
     collection: str = "FieldguideChunks"
+    local_nodes: int = Field(1, ge=1, description="Nodes of the locally managed Weaviate (3: a cluster on loopback).")
+    replication_factor: int = Field(
+        1, ge=1, description="Copies of every object across the Weaviate nodes, set when a collection is created.")
+    consistency_level: str = Field(
+        "QUORUM", pattern="^(ONE|QUORUM|ALL|one|quorum|all)$",
+        description="How many replicas answer a read or acknowledge a write (with replication_factor > 1).")
+    weaviate_timeout_seconds: float = Field(
+        4.0, description="How long a call waits for Weaviate before it fails (or moves to another node).")
 
     # --- query pipeline (per-request overridable) ----------------------------------
     # Defaults tuned on the development corpus with the offline defaults (docs/TUNING.md).
