@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     max_answer_tokens: int = 384
     temperature: float = 0.2
     chat_context_window: int = 4096
+    chat_timeout_seconds: float = Field(
+        60.0, description="An OpenAI-compatible endpoint that sends nothing for this long fails the answer.")
 
     # --- service ------------------------------------------------------------------------
     docs_dir: Path | None = Field(None, description="Docs folder served for relative image paths.")

@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
+from fieldguide.errors import StateUnavailable
 from fieldguide.service.assets import resolve_asset_url
 from fieldguide.service.conversations import Conversation, ConversationLimitReached
 from fieldguide.service.engine import TurnEngine
@@ -92,6 +93,13 @@ class Service:
 
     def resolve(self, url: str, source: str = "") -> str:
         return resolve_asset_url(url, source, self.settings.image_base_url)
+
+    async def with_state(self, function, *args):
+        """Call `function` (registry work) directly, or, for state that lives on another server
+        (Redis), in a worker thread: a slow round trip must not hold every other request."""
+        if self.state.shared:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
 
     # -- turns ---------------------------------------------------------------------------
     def reserve_turn(self, conversation: Conversation) -> bool:
@@ -174,10 +182,15 @@ class Service:
     async def janitor(self) -> None:
         interval = max(0.05, min(1.0, self.settings.abandon_after_seconds / 4,
                                  self.settings.event_log_ttl_seconds / 4))
+        complained = 0.0
         while True:
             await asyncio.sleep(interval)
             try:
-                self.sweep()
+                await self.with_state(self.sweep)
+            except StateUnavailable as exc:  # it tries again next round; say so now and then
+                if time.monotonic() - complained > 30:
+                    complained = time.monotonic()
+                    log.warning("janitor: %s", exc)
             except Exception:  # housekeeping must never stop
                 log.exception("janitor sweep failed")
 
@@ -213,7 +226,11 @@ async def follow(service: Service, conversation: Conversation, cursor: int):
             yield frames
     finally:
         conversation.listener_left()
-        service.conversations.touch(conversation) if not conversation.evicted else None
+        if not conversation.evicted:
+            try:
+                await service.with_state(service.conversations.touch, conversation)
+            except StateUnavailable:
+                pass  # the reader is gone anyway; the log's time to live is renewed by the next one
 
 
 def create_app(settings: Settings | None = None, graph_factory: GraphFactory | None = None, *,
@@ -268,6 +285,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     app = FastAPI(title="fieldguide", summary="Answers from the product's own documentation.", lifespan=lifespan)
     app.state.service = service
 
+    @app.exception_handler(StateUnavailable)
+    async def state_unavailable(request: Request, exc: StateUnavailable) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "2"})
+
     @app.post("/conversations", status_code=202)
     async def start_conversation(body: QuestionIn, background: BackgroundTasks) -> JSONResponse:
         question = body.question.strip()
@@ -276,22 +297,26 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         if len(question) > settings.max_question_chars:
             raise invalid("question", f"the question is longer than {settings.max_question_chars} characters",
                           f"{len(question)} characters")
-        if body.conversation_id is not None:
-            conversation = conversations.get(body.conversation_id)
-            if conversation is None:
-                return JSONResponse({"detail": "unknown conversation (it may have expired)"}, status_code=404)
-            if not service.reserve_turn(conversation):
-                return JSONResponse({"detail": "this conversation is still answering its previous question"},
-                                    status_code=409)
-            conversations.touch(conversation)
-            stream_url = f"/conversations/{conversation.id}/stream?after={conversation.turn_started_at_id}"
-        else:
+        def admit() -> tuple[Conversation | None, str | JSONResponse]:
+            if body.conversation_id is not None:
+                conversation = conversations.get(body.conversation_id)
+                if conversation is None:
+                    return None, JSONResponse({"detail": "unknown conversation (it may have expired)"}, status_code=404)
+                if not service.reserve_turn(conversation):
+                    return None, JSONResponse({"detail": "this conversation is still answering its previous question"},
+                                              status_code=409)
+                conversations.touch(conversation)
+                return conversation, f"/conversations/{conversation.id}/stream?after={conversation.turn_started_at_id}"
             try:
                 conversation = conversations.create()
             except ConversationLimitReached as exc:
-                return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
-            stream_url = f"/conversations/{conversation.id}/stream"
+                return None, JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
             service.reserve_turn(conversation)
+            return conversation, f"/conversations/{conversation.id}/stream"
+
+        conversation, stream_url = await service.with_state(admit)
+        if conversation is None:
+            return stream_url
         # Started once the 202 is on the wire: a run's first steps cost CPU the reply need not wait for.
         background.add_task(service.begin_turn, conversation, question)
         return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202,
@@ -300,7 +325,7 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     @app.get("/conversations/{conversation_id}/stream")
     async def stream_conversation(conversation_id: str, after: int = 0,
                                   last_event_id: str | None = Header(None)):
-        conversation = conversations.get(conversation_id)
+        conversation = await service.with_state(conversations.get, conversation_id)
         if conversation is None:
             return JSONResponse({"detail": "unknown conversation"}, status_code=404)
         cursor = after

@@ -22,6 +22,7 @@ from typing import Any
 
 from fieldguide.errors import FieldguideError
 from fieldguide.service.conversations import Conversation
+from fieldguide.service.failures import reader_message
 
 log = logging.getLogger("fieldguide.service")
 
@@ -48,11 +49,9 @@ class TurnOutcome:
     error: str | None = None
 
 
-def failure_message(exc: BaseException) -> str:
-    if isinstance(exc, FieldguideError):
-        return str(exc)
-    text = str(exc).strip()
-    return f"the pipeline failed: {type(exc).__name__}" + (f": {text}" if text else "")
+def failure_message(exc: BaseException, conversation_id: str = "") -> str:
+    """A plain sentence for the reader (see failures.py); the details go to the log."""
+    return reader_message(exc, conversation_id)
 
 
 async def run_turn(conversation: Conversation, graph, graph_input: dict, config: dict, *,
@@ -106,8 +105,9 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
         conversation.append("error", {"message": conversation.cancel_reason or "the answer was cancelled"})
         raise
     except Exception as exc:  # any failure becomes an event; the server carries on
-        if not isinstance(exc, FieldguideError):
-            log.exception("conversation %s failed", conversation.id)
-        message = failure_message(exc)
-        conversation.append("error", {"message": message})
+        message = failure_message(exc, conversation.id)
+        try:
+            conversation.append("error", {"message": message})
+        except FieldguideError:  # the log itself is out of reach (Redis down): its lease will end the turn
+            log.warning("conversation %s: could not write its error event", conversation.id)
         return TurnOutcome("error", final, message)

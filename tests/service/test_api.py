@@ -126,7 +126,7 @@ def test_model_failure_is_an_error_event_and_the_server_stays_up(server_for, cli
     started = ask(client, base, question="please explode")
     events = read_stream(client, base, started["stream_url"])
     assert events[-1].event == "error"
-    assert events[-1].json == {"message": "the chat model could not be loaded"}
+    assert events[-1].json == {"message": "The answer model is not available right now. Please try again in a moment."}
     assert "done" not in [e.event for e in events]
     assert client.get(base + "/healthz").status_code == 200
     after = read_stream(client, base, ask(client, base, question="a calm question")["stream_url"])
@@ -141,12 +141,25 @@ def test_unexpected_exception_names_its_type(server_for, client):
     assert "ZeroDivisionError" in events[-1].json["message"]
 
 
-def test_store_failure_is_an_error_event_with_its_message(server_for, client):
-    message = "Cannot reach Weaviate at http://127.0.0.1:9 (gRPC port 9): connection refused."
+def test_store_failure_tells_the_reader_in_plain_words_and_the_log_the_details(server_for, client, caplog):
+    detail = "Cannot reach Weaviate at http://127.0.0.1:9 (gRPC port 9): connection refused."
     base = server_for(make_app(lambda checkpointer=None: build_scripted_graph(
-        checkpointer, fail_with=StoreUnavailable(message))))
+        checkpointer, fail_with=StoreUnavailable(detail))))
+    with caplog.at_level("WARNING", logger="fieldguide.service"):
+        events = read_stream(client, base, ask(client, base)["stream_url"])
+    message = events[-1].json["message"]
+    assert events[-1].event == "error" and "not reachable right now" in message and "try again" in message
+    assert "127.0.0.1" not in message and "gRPC" not in message
+    assert detail in caplog.text
+
+
+def test_a_raw_grpc_failure_is_not_shown_to_the_reader(server_for, client):
+    from grpc import RpcError
+
+    base = server_for(make_app(lambda checkpointer=None: build_scripted_graph(
+        checkpointer, fail_with=RpcError("StatusCode.UNAVAILABLE ipv4:10.1.2.3:50051 connection refused"))))
     events = read_stream(client, base, ask(client, base)["stream_url"])
-    assert events[-1].event == "error" and events[-1].json["message"] == message
+    assert events[-1].event == "error" and "10.1.2.3" not in events[-1].json["message"]
 
 
 def test_healthz_and_readyz(server_for, client):
