@@ -178,7 +178,8 @@ class ChunkStore:
             self.client.collections.create(
                 self.manifest_name, description=f"how {self.name} was built",
                 vector_config=no_vectors, replication_config=self._replication(),
-                properties=[text("embedding_model"), integer("dimension"), text("chunker_version")])
+                properties=[text("embedding_model"), integer("dimension"), text("chunker_version"),
+                            text("docs_root")])
         if not self.client.collections.exists(self.files_name):
             self.client.collections.create(
                 self.files_name, description=f"source files ingested into {self.name}",
@@ -210,10 +211,44 @@ class ChunkStore:
         manifest = self._use(self.manifest_name)
         properties = {"embedding_model": embedding_model, "dimension": int(dimension),
                       "chunker_version": str(chunker_version)}
-        if manifest.data.exists(MANIFEST_UUID):
+        existing = manifest.query.fetch_object_by_id(MANIFEST_UUID)
+        if existing is not None:  # keep what else the manifest records (the docs folder, ...)
+            properties = {**{k: v for k, v in existing.properties.items() if v is not None}, **properties}
             manifest.data.replace(uuid=MANIFEST_UUID, properties=properties)
         else:
             manifest.data.insert(properties=properties, uuid=MANIFEST_UUID)
+
+    # --- which docs folder the collection mirrors --------------------------------------------
+    @on_a_node
+    def docs_root(self) -> str | None:
+        """The folder the collection was last ingested from (None: never recorded)."""
+        if not self.client.collections.exists(self.manifest_name):
+            return None
+        obj = self._use(self.manifest_name).query.fetch_object_by_id(MANIFEST_UUID)
+        return (obj.properties.get("docs_root") or None) if obj is not None else None
+
+    @writing
+    def set_docs_root(self, folder: str) -> None:
+        """Record the folder in the manifest (collections made before this property get it added)."""
+        from weaviate.classes.config import DataType, Property, Tokenization
+
+        collection = self._use(self.manifest_name)
+        if "docs_root" not in {prop.name for prop in collection.config.get().properties}:
+            collection.config.add_property(Property(
+                name="docs_root", data_type=DataType.TEXT, tokenization=Tokenization.FIELD,
+                index_filterable=True, index_searchable=False, skip_vectorization=True))
+        collection.data.update(uuid=MANIFEST_UUID, properties={"docs_root": folder})
+
+    @writing
+    def source_counts(self) -> dict[str, int]:
+        """source -> how many chunks of it are stored (one aggregation)."""
+        from weaviate.classes.aggregate import GroupByAggregate
+
+        if not self.exists():
+            return {}
+        response = self.chunks.aggregate.over_all(group_by=GroupByAggregate(prop="source", limit=1_000_000),
+                                                  total_count=True)
+        return {group.grouped_by.value: int(group.total_count or 0) for group in response.groups}
 
     def check_manifest(self, embedding_model_id: str) -> dict | None:
         """The manifest, or None for an index never built; ModelMismatch for another model."""
