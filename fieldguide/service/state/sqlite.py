@@ -5,7 +5,9 @@ The file holds the event logs (`fg_conversations`, `fg_events`), the turns and f
 written by langgraph-checkpoint-sqlite's `SqliteSaver`). It is opened in WAL mode with
 `synchronous=NORMAL`: a commit is a write to the log, no disk flush, so an event costs tens
 of microseconds, and what was committed survives the process being killed (only a power cut
-can lose the last moments).
+can lose the last moments). Copying the log back into the database (a WAL checkpoint) does
+flush the disk, which can take long on a busy machine: no commit does it on its way
+(`wal_autocheckpoint=0`), a thread of the state's own does, every `CHECKPOINT_SECONDS`.
 
 One service process owns the file at a time (an exclusive lock beside it): the service ends
 turns a restart interrupted when it opens the file, which would be wrong under a second live
@@ -31,6 +33,7 @@ from fieldguide.errors import FieldguideError
 from fieldguide.service.state.records import FeedbackRecord, TurnRecord, check_rating
 
 BUSY_TIMEOUT_MS = 5000
+CHECKPOINT_SECONDS = 2.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS fg_conversations (
@@ -62,7 +65,33 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # see WalCheckpoints
     return conn
+
+
+class WalCheckpoints:
+    """Copies the write-ahead log into the database now and then, on a thread and connection of
+    its own (PASSIVE: it never makes a writer wait)."""
+
+    def __init__(self, path: Path, every: float = CHECKPOINT_SECONDS) -> None:
+        self.path = path
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fieldguide-wal-checkpoints", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        conn = connect(self.path)
+        try:
+            while not self._stop.wait(self.every):
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
 
 
 @dataclass
@@ -86,6 +115,7 @@ class SqliteState:
         self.retention_seconds = turn_retention_days * 86400
         self._lock = threading.Lock()
         self._mark_interrupted_turns()
+        self._checkpoints = WalCheckpoints(path)
 
     def _mark_interrupted_turns(self) -> None:
         """Turns still `running` in a file this process just took over were cut off by a restart."""
@@ -219,8 +249,10 @@ class SqliteState:
         return None
 
     def close(self) -> None:
+        self._checkpoints.close()
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 self.conn.close()
         self._owner.close()
 
