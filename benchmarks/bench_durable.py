@@ -269,8 +269,8 @@ def bench_cluster(questions: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("sections", nargs="*", choices=["restarts", "post", "replicas", "soak", "cluster"],
-                        default=[])
+    parser.add_argument("sections", nargs="*", metavar="SECTION",
+                        help="restarts, post, replicas, soak, cluster (default: all)")
     parser.add_argument("--restarts", type=int, default=20)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--posts-per-client", type=int, default=10)
@@ -285,7 +285,10 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("DISABLE_TELEMETRY", "true")
-    sections = args.sections or ["restarts", "post", "replicas", "soak", "cluster"]
+    everything = ["restarts", "post", "replicas", "soak", "cluster"]
+    sections = args.sections or everything
+    if set(sections) - set(everything):
+        parser.error(f"unknown sections {sorted(set(sections) - set(everything))}: choose from {everything}")
     print(f"load average before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"({os.cpu_count()} cores)")
     results: dict = {}
