@@ -10,14 +10,12 @@ collections do not wait for each other. The second waits, saying who it waits fo
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
-import os
-import socket
 import time
 from pathlib import Path
 
 from fieldguide.errors import FieldguideError
+from fieldguide.file_lock import holder, release, try_lock
 
 
 class IngestBusy(FieldguideError):
@@ -34,42 +32,16 @@ def lock_path(settings) -> Path:
 def ingest_lock(settings, *, wait: bool = True, log=None, poll_seconds: float = 0.5):
     """Hold the collection's ingest lock for the block."""
     path = lock_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = _acquire(path, settings, wait, log, poll_seconds)
+    told = False
+    while (handle := try_lock(path)) is None:
+        if not wait:
+            raise IngestBusy(f"Another ingest of collection {settings.collection} is running ({holder(path)}). "
+                             "Wait for it to finish, or run this one again without --no-wait to wait.")
+        if not told and log is not None:
+            log(f"waiting: another ingest of collection {settings.collection} is running ({holder(path)})")
+            told = True
+        time.sleep(poll_seconds)
     try:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%H:%M:%S')}")
-        handle.flush()
         yield
     finally:
-        with contextlib.suppress(OSError):
-            path.unlink()  # (while still locked: a waiter then finds its file gone and opens the new one)
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
-
-
-def _acquire(path: Path, settings, wait: bool, log, poll_seconds: float):
-    told = False
-    while True:
-        handle = open(path, "a+")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            handle.close()
-            if not wait:
-                raise IngestBusy(f"Another ingest of collection {settings.collection} is running ({holder}). "
-                                 "Wait for it to finish, or run this one again without --no-wait to wait.")
-            if not told and log is not None:
-                log(f"waiting: another ingest of collection {settings.collection} is running ({holder})")
-                told = True
-            time.sleep(poll_seconds)
-            continue
-        try:  # the lock is ours only if the file is still the one at `path`
-            if os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino:
-                return handle
-        except FileNotFoundError:
-            pass
-        handle.close()
+        release(handle, path)

@@ -39,8 +39,33 @@ def new_conversation_id() -> str:
     return secrets.token_hex(16)
 
 
+class TurnSide:
+    """This process's own side of a conversation, whatever holds its log: the task running its
+    turn (if it runs here) and the readers attached here."""
+
+    task: Any
+    turn_active: bool
+    cancel_reason: str | None
+    listeners: int
+    last_listened: float
+
+    def cancel_turn(self, reason: str) -> None:
+        """Cancel the running turn, if it runs here; its `error` event gives `reason`."""
+        if self.turn_active and self.task is not None:
+            self.cancel_reason = reason
+            self.task.cancel()
+
+    def listener_joined(self) -> None:
+        self.listeners += 1
+        self.last_listened = time.monotonic()
+
+    def listener_left(self) -> None:
+        self.listeners -= 1
+        self.last_listened = time.monotonic()
+
+
 @dataclass(eq=False)
-class Conversation:
+class Conversation(TurnSide):
     id: str
     max_events: int
     events: deque = field(default_factory=deque)
@@ -151,12 +176,6 @@ class Conversation:
             start = max(0, event_id + 1 - first)
             return [self.events[i] for i in range(start, len(self.events))]
 
-    def cancel_turn(self, reason: str) -> None:
-        """Cancel the running turn, if any; its `error` event gives `reason`."""
-        if self.turn_active and self.task is not None:
-            self.cancel_reason = reason
-            self.task.cancel()
-
     def close(self) -> None:
         """Drop the log for good; readers still attached notice and end."""
         self.evicted = True
@@ -164,13 +183,8 @@ class Conversation:
             self.events.clear()
         self.wake()
 
-    def listener_joined(self) -> None:
-        self.listeners += 1
-        self.last_listened = time.monotonic()
-
     def listener_left(self) -> None:
-        self.listeners -= 1
-        self.last_listened = time.monotonic()
+        super().listener_left()
         self.last_activity = self.last_listened
 
     def unheard_for(self, now: float) -> float:

@@ -1,8 +1,10 @@
 """Service test fixtures: the app on a real uvicorn server on loopback, with a scripted graph."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -49,8 +51,10 @@ def serve(app, port: int | None = None):
 
 
 def fresh_sqlite_url() -> str:
-    """The default backend (a SQLite file) in a throw-away folder of its own."""
-    return f"sqlite:///{tempfile.mkdtemp(prefix='fieldguide-state-')}/conversations.sqlite"
+    """The default backend (a SQLite file) in a throw-away folder of its own (removed at exit)."""
+    folder = tempfile.mkdtemp(prefix="fieldguide-state-")
+    atexit.register(shutil.rmtree, folder, True)
+    return f"sqlite:///{folder}/conversations.sqlite"
 
 
 def make_settings(**overrides) -> Settings:

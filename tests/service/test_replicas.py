@@ -10,20 +10,9 @@ import pytest
 
 from fieldguide.service.scripted_server import ServiceProcess, scripted_answer
 from tests.service.conftest import fresh_database, fresh_redis
-from tests.service.sse import iter_sse
+from tests.service.sse import read_events
 
 WORDS = 150
-
-
-def read_events(client, url, headers=None, stop_after=None):
-    events = []
-    with client.stream("GET", url, headers=headers or {}) as response:
-        assert response.status_code == 200, response.read()
-        for event in iter_sse(response):
-            events.append(event)
-            if stop_after is not None and len(events) >= stop_after:
-                break
-    return events
 
 
 @pytest.fixture

@@ -7,21 +7,10 @@ import httpx
 import pytest
 
 from fieldguide.service.scripted_server import ServiceProcess, scripted_answer
-from tests.service.sse import iter_sse
+from tests.service.sse import read_events
 
 WORDS = 300
 TOKEN_DELAY = 0.01  # 3 s an answer: time to kill it halfway
-
-
-def read_events(client, url, headers=None, stop_after=None):
-    events = []
-    with client.stream("GET", url, headers=headers or {}) as response:
-        assert response.status_code == 200, response.read()
-        for event in iter_sse(response):
-            events.append(event)
-            if stop_after is not None and len(events) >= stop_after:
-                break
-    return events
 
 
 def check_resumed(before, after, turn):

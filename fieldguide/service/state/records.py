@@ -99,10 +99,14 @@ class TurnStore(Protocol):
     def feedback_since(self, since: float = 0.0) -> Iterator[FeedbackRecord]: ...
 
 
-def check_rating(rating: str) -> str:
+def rate(turns: TurnStore, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
+    """The feedback record for a turn of `turns` (None when there is no such turn); ValueError for a bad rating."""
     if rating not in RATINGS:
         raise ValueError(f"rating must be one of {', '.join(RATINGS)}")
-    return rating
+    record = turns.turn(conversation_id, turn)
+    if record is None:
+        return None
+    return FeedbackRecord(conversation_id, turn, rating, comment, time.time(), record)
 
 
 class MemoryTurnStore:
@@ -149,11 +153,9 @@ class MemoryTurnStore:
         return iter(sorted(records, key=lambda r: r.started_at))
 
     def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
-        check_rating(rating)
-        record = self.turn(conversation_id, turn)
-        if record is None:
+        feedback = rate(self, conversation_id, turn, rating, comment)
+        if feedback is None:
             return None
-        feedback = FeedbackRecord(conversation_id, turn, rating, comment, time.time(), record)
         with self._lock:
             self._feedback.append(feedback)
             del self._feedback[:-self.max_feedback]

@@ -29,8 +29,13 @@ import time
 from typing import Any, Iterator
 
 from fieldguide.errors import FieldguideError, StateUnavailable
-from fieldguide.service.conversations import INTERRUPTED_MESSAGE, ConversationLimitReached, new_conversation_id
-from fieldguide.service.state.records import FeedbackRecord, TurnRecord, check_rating
+from fieldguide.service.conversations import (
+    INTERRUPTED_MESSAGE,
+    ConversationLimitReached,
+    TurnSide,
+    new_conversation_id,
+)
+from fieldguide.service.state.records import FeedbackRecord, TurnRecord, rate
 
 log = logging.getLogger("fieldguide.service")
 
@@ -133,7 +138,7 @@ class Keys:
         return f"{self.prefix}t:{cid}"
 
 
-class RedisConversation:
+class RedisConversation(TurnSide):
     """One conversation as this replica sees it: the log and the turn's claim live in Redis,
     the running task and its local listeners here."""
 
@@ -207,11 +212,6 @@ class RedisConversation:
             self.registry.call(self.registry.finish_script, keys=[
                 keys.meta(self.id), keys.lease(self.id), keys.running, keys.index], args=[owner, self.id, time.time()])
 
-    def cancel_turn(self, reason: str) -> None:
-        if self.turn_active and self.task is not None:
-            self.cancel_reason = reason
-            self.task.cancel()
-
     def close(self) -> None:
         self.evicted = True
 
@@ -219,14 +219,6 @@ class RedisConversation:
         pass
 
     # -- readers ---------------------------------------------------------------------------
-    def listener_joined(self) -> None:
-        self.listeners += 1
-        self.last_listened = time.monotonic()
-
-    def listener_left(self) -> None:
-        self.listeners -= 1
-        self.last_listened = time.monotonic()
-
     def unheard_for(self, now: float) -> float:
         """Seconds since anyone, on any replica, was listening."""
         if self.listeners > 0:
@@ -503,11 +495,9 @@ class RedisTurnStore:
         return (TurnRecord.from_dict(json.loads(raw)) for raw in self.registry.call(pipe.execute) if raw)
 
     def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
-        check_rating(rating)
-        record = self.turn(conversation_id, turn)
-        if record is None:
+        feedback = rate(self, conversation_id, turn, rating, comment)
+        if feedback is None:
             return None
-        feedback = FeedbackRecord(conversation_id, turn, rating, comment, time.time(), record)
         member = json.dumps({**feedback.to_dict(), "nonce": secrets.token_hex(4)}, ensure_ascii=False)
         self.registry.call(self.redis.zadd, self.keys.feedback, {member: feedback.at})
         return feedback

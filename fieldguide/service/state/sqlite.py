@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -30,7 +28,8 @@ from typing import Any, Iterator, Sequence
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from fieldguide.errors import FieldguideError
-from fieldguide.service.state.records import FeedbackRecord, TurnRecord, check_rating
+from fieldguide.file_lock import holder, release, try_lock
+from fieldguide.service.state.records import FeedbackRecord, TurnRecord, rate
 
 BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_SECONDS = 2.0
@@ -217,11 +216,9 @@ class SqliteState:
         return (TurnRecord.from_dict(json.loads(r)) for (r,) in rows)
 
     def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
-        check_rating(rating)
-        record = self.turn(conversation_id, turn)
-        if record is None:
+        feedback = rate(self, conversation_id, turn, rating, comment)
+        if feedback is None:
             return None
-        feedback = FeedbackRecord(conversation_id, turn, rating, comment, time.time(), record)
         with self._lock:
             self.conn.execute("INSERT INTO fg_feedback (conversation_id, turn, at, record) VALUES (?, ?, ?, ?)",
                               (conversation_id, turn, feedback.at, json.dumps(feedback.to_dict(), ensure_ascii=False)))
@@ -254,27 +251,18 @@ class SqliteState:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 self.conn.close()
-        self._owner.close()
+        self._owner()
 
 
 def _take_ownership(path: Path):
     """An exclusive lock on PATH.lock for as long as the service lives (released on any exit)."""
     lock_path = path.with_name(path.name + ".lock")
-    handle = open(lock_path, "a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
+    handle = try_lock(lock_path)
+    if handle is None:
         raise FieldguideError(
-            f"The conversation state {path} is in use by another fieldguide service ({holder}). Run one "
+            f"The conversation state {path} is in use by another fieldguide service ({holder(lock_path)}). Run one "
             "service per SQLite file, or share state between several with FIELDGUIDE_STATE_URL=redis://HOST:PORT/DB.")
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
-    return handle
+    return lambda: release(handle, lock_path)
 
 
 class SqliteCheckpointer(SqliteSaver):
