@@ -199,11 +199,12 @@ def bench_soak(questions: int, every: int, concurrency: int, words: int) -> dict
         began = time.perf_counter()
         curve = asyncio.run(soak(service, questions, every, concurrency))
         seconds = time.perf_counter() - began
-        size_mb = sum(f.stat().st_size for f in Path(folder).glob("state.sqlite*")) / 1e6
+        running_mb = sum(f.stat().st_size for f in Path(folder).glob("state.sqlite*")) / 1e6
+    size_mb = sum(f.stat().st_size for f in Path(folder).glob("state.sqlite*")) / 1e6  # (stopped: log emptied)
     reference = next((rss for q, rss in curve if q >= min(100, questions)), curve[0][1])
     return {"questions": questions, "seconds": seconds, "curve": curve, "rss_after_100_mb": reference,
             "rss_final_mb": curve[-1][1], "change_percent": (curve[-1][1] - reference) / reference * 100,
-            "state_file_mb": size_mb}
+            "state_files_mb_running": running_mb, "state_files_mb_stopped": size_mb}
 
 
 # --- a Weaviate node lost --------------------------------------------------------------------------------
@@ -221,7 +222,8 @@ def bench_cluster(questions: int) -> dict:
     from fieldguide.store import open_store
 
     data = Path(tempfile.mkdtemp(prefix="fieldguide-bench-cluster-"))
-    settings = Settings(data_dir=data, weaviate_url=None, local_nodes=3, local_http_port=weaviate_server.free_port(),
+    binary = weaviate_server.find_binary(Settings(weaviate_url=None))  # where `fieldguide weaviate build` put it
+    settings = Settings(data_dir=data, weaviate_url=None, weaviate_binary=binary, local_nodes=3, local_http_port=weaviate_server.free_port(),
                         local_grpc_port=weaviate_server.free_port(), replication_factor=3, consistency_level="QUORUM",
                         collection="BenchCluster", docs_dir=ROOT / "fieldguide" / "sample_docs")
     embeddings = load_embeddings(settings)
@@ -318,8 +320,9 @@ def main() -> int:
         print(f"  speedup {r['speedup']:.2f}x (target >= 1.6)")
     if "soak" in sections:
         r = results["soak"] = bench_soak(args.soak, args.every, 4, words=60)
-        print(f"soak on the SQLite state: {r['questions']} questions in {r['seconds']:.1f} s, state file "
-              f"{r['state_file_mb']:.1f} MB; resident memory of the server:")
+        print(f"soak on the SQLite state: {r['questions']} questions in {r['seconds']:.1f} s, state files "
+              f"{r['state_files_mb_running']:.1f} MB at the end (database and write-ahead log), "
+              f"{r['state_files_mb_stopped']:.1f} MB once stopped; resident memory of the server:")
         for questions, rss in r["curve"]:
             print(f"  after {questions:5d} questions: {rss:8.1f} MB")
         print(f"  RSS after question 100 {r['rss_after_100_mb']:.1f} MB, after {r['questions']} "

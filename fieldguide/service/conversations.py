@@ -9,10 +9,10 @@ events after that id. Logs are bounded: at most `max_events` per conversation (o
 dropped), conversations idle longer than the time to live are evicted, and at most
 `max_conversations` are kept (least recently active, finished ones first).
 
-A `journal` (see `fieldguide.service.state`) makes the logs durable: every event is written
-to it before readers can see it, so whatever a reader was sent survives a restart, and the
-registry is filled from it again when the service starts. Without one the logs live in
-memory only.
+A `journal` (see `fieldguide.service.state`) makes the logs durable: readers see an event
+only once the journal has committed it (`durable_id`), so whatever a reader was sent survives
+a restart, and the registry is filled from it again when the service starts. Without one the
+logs live in memory only.
 """
 from __future__ import annotations
 
@@ -86,6 +86,7 @@ class Conversation(TurnSide):
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _wake_pending: bool = False
     journal: Any = None  # durable copy of the log (None: memory only)
+    durable_id: int = 0  # readers see the events up to this one (all of them without a journal)
 
     @property
     def running(self) -> bool:
@@ -122,15 +123,25 @@ class Conversation(TurnSide):
                 return self.last_id
             event_id = self.last_id + 1
             frame = sse_frame(event_id, name, encoded)
-            if self.journal is not None:
-                self.journal.append(self.id, event_id, frame)
             self.last_id = event_id
             self.events.append((event_id, frame))
             while len(self.events) > self.max_events:
                 self.events.popleft()
             self.last_activity = time.monotonic()
+            if self.journal is not None:  # visible once committed (`committed`, from the journal's thread)
+                self.journal.append(self.id, event_id, frame, self.committed)
+                return event_id
+            self.durable_id = event_id
         self.wake()
         return event_id
+
+    def committed(self, event_id: int) -> None:
+        """The journal has committed the events up to `event_id`: readers may have them."""
+        with self._lock:
+            if event_id <= self.durable_id:
+                return
+            self.durable_id = event_id
+        self.wake()
 
     async def stream(self, cursor: int):
         """SSE frames after `cursor`, then new ones as they come, until the turn ends."""
@@ -168,13 +179,14 @@ class Conversation(TurnSide):
         return self._changed
 
     def events_after(self, event_id: int) -> list[tuple[int, bytes]]:
-        """(id, SSE frame) of every kept event after `event_id`."""
+        """(id, SSE frame) of every kept (and committed) event after `event_id`."""
         with self._lock:
-            if not self.events or event_id >= self.last_id:
+            if not self.events or event_id >= self.durable_id:
                 return []
             first = self.events[0][0]
             start = max(0, event_id + 1 - first)
-            return [self.events[i] for i in range(start, len(self.events))]
+            stop = len(self.events) - (self.last_id - self.durable_id)
+            return [self.events[i] for i in range(start, stop)]
 
     def close(self) -> None:
         """Drop the log for good; readers still attached notice and end."""
@@ -221,6 +233,7 @@ class ConversationRegistry:
                 continue
             conversation = Conversation(id=stored.id, max_events=self.max_events, loop=_running_loop(),
                                         events=deque(stored.events), last_id=stored.last_id,
+                                        durable_id=stored.last_id,
                                         turn_started_at_id=stored.last_id,
                                         last_activity=now - idle, last_listened=now - idle,
                                         journal=self.journal)

@@ -3,11 +3,15 @@
 The file holds the event logs (`fg_conversations`, `fg_events`), the turns and feedback
 (`fg_turns`, `fg_feedback`) and LangGraph's own checkpoint tables (`checkpoints`, `writes`,
 written by langgraph-checkpoint-sqlite's `SqliteSaver`). It is opened in WAL mode with
-`synchronous=NORMAL`: a commit is a write to the log, no disk flush, so an event costs tens
-of microseconds, and what was committed survives the process being killed (only a power cut
-can lose the last moments). Copying the log back into the database (a WAL checkpoint) does
-flush the disk, which can take long on a busy machine: no commit does it on its way
-(`wal_autocheckpoint=0`), a thread of the state's own does, every `CHECKPOINT_SECONDS`.
+`synchronous=NORMAL`: a commit is a write to the log, no disk flush, and what was committed
+survives the process being killed (only a power cut can lose the last moments).
+
+The event logs are written by one thread of their own (`JournalWriter`): whatever was queued
+while it committed goes into its next transaction, so a burst of tokens costs one commit
+(and one page of log) instead of one each, and no request waits for the disk. An event
+becomes visible to readers when its transaction has committed. The same thread copies the
+log back into the database and empties it (a WAL checkpoint, which flushes the disk) every
+`CHECKPOINT_SECONDS`; no commit does it on its way (`wal_autocheckpoint=0`).
 
 One service process owns the file at a time (an exclusive lock beside it): the service ends
 turns a restart interrupted when it opens the file, which would be wrong under a second live
@@ -18,18 +22,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import queue
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from fieldguide.errors import FieldguideError
 from fieldguide.file_lock import holder, release, try_lock
 from fieldguide.service.state.records import FeedbackRecord, TurnRecord, rate
+
+log = logging.getLogger("fieldguide.service")
 
 BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_SECONDS = 2.0
@@ -64,33 +72,79 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA wal_autocheckpoint=0")  # see WalCheckpoints
+    conn.execute("PRAGMA wal_autocheckpoint=0")  # JournalWriter checkpoints, off the commits
     return conn
 
 
-class WalCheckpoints:
-    """Copies the write-ahead log into the database now and then, on a thread and connection of
-    its own (PASSIVE: it never makes a writer wait)."""
+class JournalWriter:
+    """Runs queued writes in order on one thread, many to a transaction; calls each write's
+    `done` once its transaction has committed."""
 
-    def __init__(self, path: Path, every: float = CHECKPOINT_SECONDS) -> None:
-        self.path = path
+    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock, every: float = CHECKPOINT_SECONDS) -> None:
+        self.conn = conn
+        self.lock = lock
         self.every = every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="fieldguide-wal-checkpoints", daemon=True)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="fieldguide-journal", daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
-        conn = connect(self.path)
-        try:
-            while not self._stop.wait(self.every):
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        finally:
-            conn.close()
+    def write(self, sql: str, params: tuple, done: Callable[[], None] | None = None) -> None:
+        self._queue.put((sql, params, done))
+
+    def flush(self) -> None:
+        """Wait until everything queued so far is committed."""
+        finished = threading.Event()
+        self._queue.put((None, (), finished.set))
+        finished.wait()
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._queue.put(_STOP)
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        checkpointed = time.monotonic()
+        while True:
+            try:
+                first = self._queue.get(timeout=self.every)
+            except queue.Empty:
+                first = None
+            batch = [] if first is None else [first]
+            while True:  # everything that queued up meanwhile joins this transaction
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = _STOP in batch
+            writes = [item for item in batch if item is not _STOP]
+            if writes:
+                self._commit(writes)
+            if stop or time.monotonic() - checkpointed >= self.every:
+                checkpointed = time.monotonic()
+                with self.lock, contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if stop:
+                return
+
+    def _commit(self, writes: list) -> None:
+        try:
+            with self.lock:
+                self.conn.execute("BEGIN")
+                try:
+                    for sql, params, _ in writes:
+                        if sql is not None:
+                            self.conn.execute(sql, params)
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error:  # the disk is full or gone: the service goes on from memory
+            log.exception("could not write %d events to the conversation state %s", len(writes), self.conn)
+        for _, _, done in writes:
+            if done is not None:
+                done()
+
+
+_STOP = object()
 
 
 @dataclass
@@ -114,7 +168,7 @@ class SqliteState:
         self.retention_seconds = turn_retention_days * 86400
         self._lock = threading.Lock()
         self._mark_interrupted_turns()
-        self._checkpoints = WalCheckpoints(path)
+        self._writer = JournalWriter(self.conn, self._lock)
 
     def _mark_interrupted_turns(self) -> None:
         """Turns still `running` in a file this process just took over were cut off by a restart."""
@@ -123,37 +177,37 @@ class SqliteState:
             "WHERE json_extract(record, '$.status') = 'running'", (time.time(),))
 
     # -- the event journal (see ConversationRegistry) -----------------------------------
+    # (every write goes through the writer's queue, in order; none waits for the disk)
     def create(self, conversation_id: str) -> None:
-        with self._lock:
-            self.conn.execute("INSERT OR REPLACE INTO fg_conversations (id, last_activity, running) VALUES (?, ?, 0)",
-                              (conversation_id, time.time()))
+        self._writer.write("INSERT OR REPLACE INTO fg_conversations (id, last_activity, running) VALUES (?, ?, 0)",
+                           (conversation_id, time.time()))
 
-    def append(self, conversation_id: str, event_id: int, frame: bytes) -> None:
-        with self._lock:
-            self.conn.execute("INSERT OR REPLACE INTO fg_events (conversation_id, id, frame) VALUES (?, ?, ?)",
-                              (conversation_id, event_id, frame))
+    def append(self, conversation_id: str, event_id: int, frame: bytes,
+               committed: Callable[[int], None] | None = None) -> None:
+        """Store an event; `committed(event_id)` is called once it is on disk."""
+        self._writer.write("INSERT OR REPLACE INTO fg_events (conversation_id, id, frame) VALUES (?, ?, ?)",
+                           (conversation_id, event_id, frame),
+                           None if committed is None else (lambda: committed(event_id)))
 
     def set_running(self, conversation_id: str, running: bool) -> None:
-        with self._lock:
-            self.conn.execute("UPDATE fg_conversations SET running = ?, last_activity = ? WHERE id = ?",
-                              (int(running), time.time(), conversation_id))
+        self._writer.write("UPDATE fg_conversations SET running = ?, last_activity = ? WHERE id = ?",
+                           (int(running), time.time(), conversation_id))
 
     def touch(self, conversation_id: str) -> None:
-        with self._lock:
-            self.conn.execute("UPDATE fg_conversations SET last_activity = ? WHERE id = ?",
-                              (time.time(), conversation_id))
+        self._writer.write("UPDATE fg_conversations SET last_activity = ? WHERE id = ?", (time.time(), conversation_id))
 
     def trim(self, conversation_id: str, up_to_id: int) -> None:
         """Forget the events with ids up to `up_to_id` (the log keeps the newest)."""
-        if up_to_id <= 0:
-            return
-        with self._lock:
-            self.conn.execute("DELETE FROM fg_events WHERE conversation_id = ? AND id <= ?", (conversation_id, up_to_id))
+        if up_to_id > 0:
+            self._writer.write("DELETE FROM fg_events WHERE conversation_id = ? AND id <= ?",
+                               (conversation_id, up_to_id))
 
     def delete(self, conversation_id: str) -> None:
-        with self._lock, self.conn:
-            self.conn.execute("DELETE FROM fg_events WHERE conversation_id = ?", (conversation_id,))
-            self.conn.execute("DELETE FROM fg_conversations WHERE id = ?", (conversation_id,))
+        self._writer.write("DELETE FROM fg_events WHERE conversation_id = ?", (conversation_id,))
+        self._writer.write("DELETE FROM fg_conversations WHERE id = ?", (conversation_id,))
+
+    def flush(self) -> None:
+        self._writer.flush()
 
     def load(self, max_events: int) -> list[StoredConversation]:
         """Every stored conversation, least recently active first, with its newest events."""
@@ -172,10 +226,12 @@ class SqliteState:
             return result
 
     def conversation_count(self) -> int:
+        self.flush()
         with self._lock:
             return int(self.conn.execute("SELECT COUNT(*) FROM fg_conversations").fetchone()[0])
 
     def event_count(self, conversation_id: str | None = None) -> int:
+        self.flush()
         with self._lock:
             if conversation_id is None:
                 return int(self.conn.execute("SELECT COUNT(*) FROM fg_events").fetchone()[0])
@@ -246,10 +302,9 @@ class SqliteState:
         return None
 
     def close(self) -> None:
-        self._checkpoints.close()
+        self._writer.close()  # (commits what is queued, then empties the log)
         with self._lock:
             with contextlib.suppress(sqlite3.Error):
-                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 self.conn.close()
         self._owner()
 
