@@ -223,7 +223,8 @@ def bench_cluster(questions: int) -> dict:
 
     data = Path(tempfile.mkdtemp(prefix="fieldguide-bench-cluster-"))
     binary = weaviate_server.find_binary(Settings(weaviate_url=None))  # where `fieldguide weaviate build` put it
-    settings = Settings(data_dir=data, weaviate_url=None, weaviate_binary=binary, local_nodes=3, local_http_port=weaviate_server.free_port(),
+    settings = Settings(data_dir=data, weaviate_url=None, weaviate_binary=binary, local_nodes=3,
+                        local_http_port=weaviate_server.free_port(),
                         local_grpc_port=weaviate_server.free_port(), replication_factor=3, consistency_level="QUORUM",
                         collection="BenchCluster", docs_dir=ROOT / "fieldguide" / "sample_docs")
     embeddings = load_embeddings(settings)

@@ -108,8 +108,9 @@ class Settings(BaseSettings):
         4000, description="Events kept per conversation for replay; the oldest are dropped beyond this.")
     # --- conversation state (fieldguide/service/state) ------------------------------------------
     state_url: str | None = Field(
-        None, description="Where conversations live: sqlite:///PATH (default <data_dir>/state/conversations.sqlite), "
-        "redis://HOST:PORT/DB (shared by several replicas) or memory:// (lost on restart).")
+        None, description="Where conversations live: sqlite:///PATH (default "
+        "<data_dir>/state/conversations-<collection>.sqlite), redis://HOST:PORT/DB (shared by several replicas) "
+        "or memory:// (lost on restart).")
     checkpoint_url: str | None = Field(
         None, description="postgresql://... for LangGraph's PostgresSaver, the conversations' checkpoints when the "
         "state is in Redis (Debian's Redis has no RedisJSON/RediSearch for LangGraph's Redis saver).")

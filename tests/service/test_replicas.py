@@ -17,8 +17,8 @@ WORDS = 150
 
 @pytest.fixture
 def replicas(redis_server, postgres_server, tmp_path):
-    env = {"FIELDGUIDE_STATE_URL": fresh_redis(redis_server), "FIELDGUIDE_CHECKPOINT_URL": fresh_database(postgres_server),
-           "FIELDGUIDE_DATA_DIR": str(tmp_path)}
+    env = {"FIELDGUIDE_STATE_URL": fresh_redis(redis_server),
+           "FIELDGUIDE_CHECKPOINT_URL": fresh_database(postgres_server), "FIELDGUIDE_DATA_DIR": str(tmp_path)}
     args = ["--token-delay", "0.01", "--words", str(WORDS)]
     pair = [ServiceProcess(env, args=args, log_path=str(tmp_path / f"replica-{n}.log")) for n in (1, 2)]
     try:

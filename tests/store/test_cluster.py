@@ -102,5 +102,5 @@ def test_a_node_killed_during_questions_fails_none_and_catches_up(cluster, embed
             kept = [u for u in deleted if text_on_node(serving, killed["name"], store.name, u) != 404]
             if not missing and not kept:
                 break
-            assert time.monotonic() < deadline, f"{killed['name']} did not catch up: {missing} missing, {kept} not deleted"
+            assert time.monotonic() < deadline, f"{killed['name']} did not catch up: {missing} missing, {kept} kept"
             time.sleep(2)

@@ -8,14 +8,17 @@ thread):
 * the LangGraph checkpointer that carries a conversation's history into its follow-ups;
 * the turns (question, answer, citations, ...) and their feedback (`turns`: a `TurnStore`).
 
-| scheme | event logs | checkpointer | turns, feedback |
-| --- | --- | --- | --- |
-| `sqlite:///PATH` (default `<data_dir>/state/conversations.sqlite`) | memory, written through to the file | LangGraph's `SqliteSaver`, same file | same file |
-| `redis://HOST:PORT/DB` (several replicas) | Redis Streams | LangGraph's `PostgresSaver` (`FIELDGUIDE_CHECKPOINT_URL`) | Redis |
-| `memory://` (nothing survives a restart) | memory | a bounded `InMemorySaver` | memory |
+The backends:
+
+* `sqlite:///PATH`, the default (`<data_dir>/state/conversations-<collection>.sqlite`): the logs
+  in memory, written through to the file; LangGraph's `SqliteSaver` and the turns in the same file;
+* `redis://HOST:PORT/DB`, for several replicas: the logs as Redis Streams, the turns in Redis,
+  LangGraph's `PostgresSaver` at `FIELDGUIDE_CHECKPOINT_URL`;
+* `memory://`: everything in memory (a bounded `InMemorySaver`); nothing survives a restart.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -53,10 +56,12 @@ class ServiceState:
 
 
 def state_url(settings) -> str:
-    """The configured state URL, or the default SQLite file under the data dir."""
+    """The configured state URL, or the default: a SQLite file under the data dir, one per
+    collection (so services of different collections on one machine each own theirs)."""
     if settings.state_url:
         return settings.state_url.strip()
-    path = (settings.data_dir / "state" / "conversations.sqlite").expanduser().resolve()
+    name = re.sub(r"[^A-Za-z0-9_]", "_", settings.collection) or "default"
+    path = (settings.data_dir / "state" / f"conversations-{name}.sqlite").expanduser().resolve()
     return f"sqlite:///{path}"
 
 

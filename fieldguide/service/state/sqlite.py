@@ -63,7 +63,8 @@ def sqlite_path(url: str) -> Path:
     """`sqlite:///relative/or/absolute/path` (three slashes, then the path as written)."""
     path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else ""
     if not path:
-        raise FieldguideError(f"FIELDGUIDE_STATE_URL={url!r}: write sqlite:///PATH (e.g. sqlite:////var/lib/fg/state.db)")
+        raise FieldguideError(f"FIELDGUIDE_STATE_URL={url!r}: write sqlite:///PATH "
+                              "(e.g. sqlite:////var/lib/fieldguide/state.db)")
     return Path(path).expanduser()
 
 
