@@ -6,8 +6,10 @@ node in `FIELDGUIDE_WEAVIATE_GRPC_PORTS`), and `fieldguide weaviate start --node
 local cluster whose nodes are all known. Every call of the store runs through `NodeSet.call`:
 
 * with a deadline: weaviate-client retries an unreachable gRPC node for about a minute
-  (backing off 1, 2, 4 ... 32 s), so a call waits at most `weaviate_timeout_seconds`
-  (`FAILOVER_SECONDS` when another node could answer instead) and then gives up on that node;
+  (backing off 1, 2, 4 ... 32 s), so a call waits at most `weaviate_timeout_seconds` for a
+  node and then gives up on it; the first node tried is given only `FAILOVER_SECONDS` when
+  another could answer instead (the others get the full time: just after a node dies, the
+  survivors may be slow to answer a quorum read while they find out);
 * a node that failed is left alone until a readiness check in the background (every
   `PROBE_SECONDS`) finds it back: calls go to a node that answers, and while none does they fail
   at once with a plain message (a lone node is then tried again every `RETRY_AFTER_SECONDS`);
@@ -143,15 +145,19 @@ class NodeSet:
 
     def call(self, operation: Callable[[], T], what: str = "query", deadline: float | None = None) -> T:
         """Run `operation` (which uses `self.client`) on a node that answers, within the deadline
-        (`weaviate_timeout_seconds` for queries, shorter when another node could answer)."""
+        (`weaviate_timeout_seconds` for queries, shorter for a first node when others could answer)."""
         with self._lock:
             candidates = self._candidates()
         if not candidates:
             raise StoreUnavailable(UNREACHABLE)
-        if deadline is None:
-            deadline = min(FAILOVER_SECONDS, self.timeout) if len(self.nodes) > 1 else self.timeout
         last: BaseException | None = None
-        for index in candidates:
+        for attempt, index in enumerate(candidates):
+            if deadline is not None:
+                wait = deadline
+            elif attempt == 0 and len(candidates) > 1:
+                wait = min(FAILOVER_SECONDS, self.timeout)
+            else:
+                wait = self.timeout
             node = self.nodes[index]
             with self._lock:
                 self._current = index
@@ -163,7 +169,7 @@ class NodeSet:
                     continue
             future = self._pool.submit(operation)
             try:
-                return future.result(timeout=deadline)
+                return future.result(timeout=wait)
             except Exception as exc:
                 if not is_node_failure(exc):
                     raise
