@@ -26,7 +26,9 @@ class QueryOptions:
     screen_k: int  # extra screen-only candidates searched for screen/ambiguous questions
     min_similarity: float
     use_reranker: bool
-    rerank_min: float
+    rerank_min: float | None  # None: the index's calibration
+    abstain_margin: float | None  # None: the index's calibration
+    rank_window: float | None  # in the index's margin units below the best score; None: no window
     max_chunks: int
     context_token_budget: int
     hybrid_alpha: float | None
@@ -46,6 +48,8 @@ class QueryOptions:
             "min_similarity": settings.min_similarity,
             "use_reranker": True,
             "rerank_min": settings.rerank_min,
+            "abstain_margin": settings.abstain_margin,
+            "rank_window": settings.rank_window,
             "max_chunks": settings.max_chunks,
             "context_token_budget": settings.context_token_budget,
             "hybrid_alpha": settings.hybrid_alpha,
@@ -92,6 +96,10 @@ class Resources:
         self._reranker = reranker
         self._chat_model = chat_model
         self._manifest_checked = False
+        self._term_stats = None
+        self._calibration = None
+        self._intent_prototypes = None
+        self._token_counter = None
         self._lock = threading.RLock()
 
     @property
@@ -135,6 +143,49 @@ class Resources:
             return self._reranker
 
     @property
+    def term_stats(self):
+        """The index's term statistics (`fieldguide.bm25.TermStats`), read once; None for an index
+        built before they existed (the fallback scorer then uses the candidates' own)."""
+        with self._lock:
+            if self._term_stats is None:
+                from fieldguide.bm25 import TermStats
+
+                reader = getattr(self.store, "term_stats_text", None)
+                self._term_stats = (TermStats.from_text(reader()) if reader else None) or False
+            return self._term_stats or None
+
+    @property
+    def calibration(self):
+        """The index's calibration (`fieldguide.calibration`), read from its manifest once per process;
+        an index without one for the active scorer is calibrated on first use (not stored)."""
+        with self._lock:
+            if self._calibration is None:
+                from fieldguide.calibration import load_calibration
+
+                self._calibration = load_calibration(self.store, self.embeddings, self.reranker, self.term_stats)
+            return self._calibration
+
+    @property
+    def token_counter(self):
+        """The embedding model's tokenizer (`ingest.tokens.TokenCounter`), loaded once."""
+        with self._lock:
+            if self._token_counter is None:
+                from ingest.tokens import get_counter
+
+                self._token_counter = get_counter(self.settings.embedding_model)
+            return self._token_counter
+
+    @property
+    def intent_prototypes(self):
+        """The route examples' mean vectors, embedded once with the index's model (nodes.weigh_intent)."""
+        with self._lock:
+            if self._intent_prototypes is None:
+                from nodes.weigh_intent import embed_prototypes
+
+                self._intent_prototypes = embed_prototypes(self.embeddings)
+            return self._intent_prototypes
+
+    @property
     def chat_model(self):
         with self._lock:
             if self._chat_model is None:
@@ -146,9 +197,13 @@ class Resources:
     def warm_up(self, chat: bool = True) -> None:
         """Load the models and run the embedding model and the reranker once, so that no question
         pays for it (a configured cross-encoder takes seconds to load, and a model's first call
-        carries one-off costs). `chat=False` leaves the chat model unloaded (retrieval only)."""
+        carries one-off costs); embed the route examples and, with a store open, read the
+        index's calibration. `chat=False` leaves the chat model unloaded (retrieval only)."""
         self.embeddings.embed_query("warm up")
         self.reranker.score("warm up", [WARM_UP_CANDIDATE])
+        self.intent_prototypes
+        if self._store is not None:  # an opened store: its calibration too (calibrating an old index runs probes)
+            self.calibration
         if chat:
             self.chat_model
 

@@ -39,7 +39,7 @@ from fieldguide.service.conversations import (
 )
 from fieldguide.service.engine import TurnEngine
 from fieldguide.service.memory import ReleasePolicy, release_memory, settle_heap
-from fieldguide.service.readiness import ReadinessCheck, store_readiness
+from fieldguide.service.readiness import ReadinessCheck, index_calibration, store_readiness
 from fieldguide.service.turns import run_turn
 from fieldguide.settings import Settings, get_settings
 
@@ -82,7 +82,9 @@ class Service:
     release_policy: ReleasePolicy = field(default_factory=ReleasePolicy)
     resources: Any = None
     engine: TurnEngine = field(default_factory=TurnEngine)
+    describe_index: Callable[[], dict | None] | None = None  # the index's calibration, shown by /readyz
     _ready_cache: tuple[float, str | None] | None = None
+    index_description: dict | None = None
 
     def resolve(self, url: str, source: str = "") -> str:
         return resolve_asset_url(url, source, self.settings.image_base_url)
@@ -163,6 +165,9 @@ class Service:
             return self._ready_cache[1]
         try:
             reason = await asyncio.wait_for(asyncio.to_thread(self.readiness), READINESS_TIMEOUT)
+            if reason is None and self.describe_index is not None:
+                self.index_description = await asyncio.wait_for(asyncio.to_thread(self.describe_index),
+                                                                  READINESS_TIMEOUT)
         except asyncio.TimeoutError:
             reason = f"the store did not answer within {READINESS_TIMEOUT:g} s"
         self._ready_cache = (time.monotonic(), reason)
@@ -226,6 +231,7 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         readiness=readiness or store_readiness(settings, resources),
         configurable=configurable,
         resources=resources,
+        describe_index=None if readiness else index_calibration(settings, resources),
     )
 
     @contextlib.asynccontextmanager
@@ -299,7 +305,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     async def readyz() -> JSONResponse:
         reason = await service.ready()
         if reason is None:
-            return JSONResponse({"status": "ready"})
+            body = {"status": "ready"}
+            if service.index_description:
+                body["calibration"] = service.index_description
+            return JSONResponse(body)
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
     from fieldguide.service.web import add_web_routes
