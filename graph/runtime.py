@@ -202,6 +202,7 @@ class Resources:
         self.embeddings.embed_query("warm up")
         self.reranker.score("warm up", [WARM_UP_CANDIDATE])
         self.intent_prototypes
+        self.token_counter
         if self._store is not None:  # an opened store: its calibration too (calibrating an old index runs probes)
             self.calibration
         if chat:
