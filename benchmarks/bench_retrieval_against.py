@@ -1,13 +1,16 @@
-"""Retrieval latency of this checkout against another one (an earlier commit), alternately in one run.
+"""Retrieval latency of this checkout against another one (an earlier commit), interleaved in one run.
 
     python benchmarks/bench_retrieval_against.py --other ../base-checkout \
-        --questions QUESTIONS.jsonl --collection NAME --other-collection NAME [--rounds 3]
+        --questions QUESTIONS.jsonl --collection NAME --other-collection NAME [--passes 3]
 
-Both checkouts answer the same questions with `fieldguide retrieve --batch` (each in its own
-process, models loaded before the first question), over a collection each has ingested
-itself, in turns: this, other, other, this, ... so that the machine's load falls on both
-alike. Per round it prints the median `timings_ms.total` of each and their ratio, and at the
-end the median ratio with the load average. Only ratios measured in one run mean anything.
+Two worker processes, one per checkout (its own code on the path, its own collection, every
+model loaded before the first question), answer the same questions in lockstep: question 1
+by this, then by the other; question 2 by the other, then by this; and so on, over `--passes`
+passes of the question set. The machine's load therefore falls on both alike, question by
+question. It prints the median `timings_ms.total` of each and their ratio, the same for the
+time outside the embedding call (total − embed: what the pipeline's own steps cost, which
+changes between commits, while the embedding call is the same model on the same text), and the
+load average. Only ratios measured in one run mean anything.
 """
 from __future__ import annotations
 
@@ -19,51 +22,89 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve()
 
 
-def run_batch(tree: Path, questions: str, collection: str, python: str) -> list[dict]:
+def worker(collection: str) -> None:
+    """Answer question lines from stdin with result lines on stdout (runs inside either checkout)."""
+    from fieldguide.retrieval import open_resources, result_line, retrieve
+    from fieldguide.settings import get_settings
+    from graph.graph import build_retrieval_graph
+
+    settings = get_settings().model_copy(update={"collection": collection})
+    with open_resources(settings) as resources:
+        graph = build_retrieval_graph()
+        resources.warm_up(chat=False)
+        retrieve(graph, "warm up", resources)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            item = json.loads(line)
+            state, total = retrieve(graph, item["question"], resources)
+            print(json.dumps(result_line(item["id"], state, total)), flush=True)
+
+
+def start(tree: Path, collection: str, python: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([python, "-m", "fieldguide.cli", "retrieve", "--batch", questions,
-                           "--collection", collection], cwd=tree, env=env, capture_output=True, text=True,
-                          check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"{tree}: retrieve failed: {done.stderr[-2000:]}")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    process = subprocess.Popen([python, str(HERE), "--worker", "--collection", collection], cwd=tree, env=env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if process.stdout.readline().strip() != "ready":
+        raise SystemExit(f"{tree}: the worker did not start")
+    return process
 
 
-def median_of(lines: list[dict], *keys: str) -> float:
-    return statistics.median(sum(line["timings_ms"].get(k, 0.0) for k in keys) for line in lines)
+def ask(process: subprocess.Popen, item: dict) -> dict:
+    process.stdin.write(json.dumps({"id": item["id"], "question": item["question"]}) + "\n")
+    process.stdin.flush()
+    return json.loads(process.stdout.readline())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--other", required=True, type=Path, help="the other checkout (e.g. a worktree of an earlier commit)")
-    ap.add_argument("--questions", required=True)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--other", type=Path, help="the other checkout (e.g. a worktree of an earlier commit)")
+    ap.add_argument("--questions")
     ap.add_argument("--collection", required=True, help="this checkout's collection")
-    ap.add_argument("--other-collection", required=True, help="the other checkout's collection")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--other-collection", help="the other checkout's collection")
+    ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--python", default=sys.executable)
     args = ap.parse_args()
+    if args.worker:
+        worker(args.collection)
+        return
+    if not (args.other and args.questions and args.other_collection):
+        ap.error("--other, --questions and --other-collection are required")
 
-    ratios = []
-    for number in range(1, args.rounds + 1):
-        order = [("this", HERE, args.collection), ("other", args.other.resolve(), args.other_collection)]
-        if number % 2 == 0:
-            order.reverse()
-        medians = {}
-        for name, tree, collection in order:
-            lines = run_batch(tree, args.questions, collection, args.python)
-            medians[name] = (median_of(lines, "total"), median_of(lines, "embed", "search", "rerank"))
-        ratio = medians["this"][0] / medians["other"][0]
-        ratios.append(ratio)
-        print(json.dumps({"round": number, "this_p50_ms": round(medians["this"][0], 2),
-                          "other_p50_ms": round(medians["other"][0], 2), "ratio": round(ratio, 3),
-                          "this_model_p50_ms": round(medians["this"][1], 2),
-                          "other_model_p50_ms": round(medians["other"][1], 2),
-                          "load_average": [round(x, 2) for x in os.getloadavg()]}), flush=True)
-    print(json.dumps({"median_ratio": round(statistics.median(ratios), 3), "rounds": args.rounds,
-                      "load_average": [round(x, 2) for x in os.getloadavg()]}))
+    questions = [json.loads(line) for line in open(args.questions, encoding="utf-8") if line.strip()]
+    workers = {"this": start(HERE.parents[1], args.collection, args.python),
+               "other": start(args.other.resolve(), args.other_collection, args.python)}
+    lines: dict[str, list[dict]] = {"this": [], "other": []}
+    try:
+        turn = 0
+        for _ in range(args.passes):
+            for item in questions:
+                order = ["this", "other"] if turn % 2 == 0 else ["other", "this"]
+                turn += 1
+                for name in order:
+                    lines[name].append(ask(workers[name], item))
+    finally:
+        for process in workers.values():
+            process.stdin.close()
+            process.wait(timeout=60)
+
+    def median(name: str, outside_embedding: bool = False) -> float:
+        return statistics.median(line["timings_ms"]["total"] - (line["timings_ms"].get("embed", 0.0)
+                                                                 if outside_embedding else 0.0)
+                                 for line in lines[name])
+
+    total = {name: median(name) for name in lines}
+    rest = {name: median(name, True) for name in lines}
+    print(json.dumps({
+        "questions": len(questions), "passes": args.passes,
+        "this_p50_ms": round(total["this"], 2), "other_p50_ms": round(total["other"], 2),
+        "ratio": round(total["this"] / total["other"], 3),
+        "this_outside_embed_p50_ms": round(rest["this"], 2), "other_outside_embed_p50_ms": round(rest["other"], 2),
+        "outside_embed_ratio": round(rest["this"] / rest["other"], 3),
+        "load_average": [round(x, 2) for x in os.getloadavg()]}))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ active scorer exactly as a user's question would be:
 
 * `rerank_min`, the strict minimum of the cap: the best score any probe reached. A chunk that
   matches a question no better than the docs match "how do I boil an egg" is noise.
-* `margin_unit`: how far the best of an unrelated pool of candidates stands above its median by
-  chance (the probes' median `top_margin`): the index's unit of "standing out".
+* `margin_unit`: how far the best of an unrelated pool of sections stands above their median by
+  chance (the probes' median `top_margin`, one score per section): the index's unit of
+  "standing out".
 * `abstain_margin` = `MARGIN_FACTOR` margin units: a question whose best candidate does not
   stand out from its own candidates by that much abstains (`nodes.cap`).
 * `screen_share`: the share of screen chunks in the index, the base rate the intent evidence
@@ -25,7 +26,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2
 # How many times the probes' median margin a real question's best candidate must reach:
 # chosen on both development corpora (docs/TUNING.md, "Abstention").
 MARGIN_FACTOR = 1.2
@@ -97,8 +98,18 @@ def scorer_scale(reranker) -> str:
     return getattr(reranker, "scale", None) or reranker.name
 
 
+def section_scores(candidates: list[dict], scores: list[float]) -> list[float]:
+    """The best score of each section (group id) among the candidates: a long section split into
+    many parts counts once, so its parts cannot make up the pool the best one is measured against."""
+    best: dict[str, float] = {}
+    for candidate, score in zip(candidates, scores):
+        key = candidate.get("group_id") or candidate.get("chunk_id")
+        best[key] = max(score, best.get(key, score))
+    return list(best.values())
+
+
 def top_margin(scores: list[float], pool: int = MARGIN_POOL) -> float:
-    """How far the best score stands above the median of the best `pool` scores (ranked)."""
+    """How far the best score stands above the median of the best `pool` scores."""
     ranked = sorted(scores, reverse=True)[:pool]
     if not ranked:
         return 0.0
@@ -121,7 +132,7 @@ def calibrate(store, embeddings, reranker, term_stats, search_k: int = MARGIN_PO
             continue
         scores = reranker.score(probe, candidates, term_stats=term_stats)
         tops.append(max(scores))
-        margins.append(top_margin(scores))
+        margins.append(top_margin(section_scores(candidates, scores)))
     if not tops:  # an empty index: nothing to measure, nothing to find either
         return Calibration(0.0, 0.0, 0.0, 0.0, scorer_scale(reranker), chunks, 0)
     median_margin = statistics.median(margins)

@@ -1,8 +1,9 @@
 """cap: decide abstention, then a strict minimum, a window below the best score, and a hard maximum.
 
 Abstention is relative to the question's own candidates: when the best score does not stand
-`abstain_margin` above the median of the best `MARGIN_POOL` scores (`top_margin`), nothing
-stands out and the turn abstains. Otherwise a candidate stays when it scores at least
+`abstain_margin` above the median of the best `MARGIN_POOL` sections' scores (`top_margin`,
+each section of the search results once, by its best part), nothing stands out and the turn
+abstains. Otherwise a candidate stays when it scores at least
 `rerank_min` (the strict minimum) and no more than `rank_window` margin units below the best
 (so a fourth chunk far below the first does not take the budget from the first one's parts).
 `abstain_margin`, `rerank_min` and the margin unit come from the index's calibration
@@ -21,7 +22,7 @@ import re
 
 from langchain_core.runnables import RunnableConfig
 
-from fieldguide.calibration import MARGIN_POOL, top_margin
+from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
 from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
 
 NEAREST_SECTIONS = 3
@@ -61,6 +62,16 @@ def nearest_sections(candidates: list[dict], limit: int = NEAREST_SECTIONS) -> l
     return nearest
 
 
+def pool_scores(ranked: list[dict], searched: list[dict]) -> list[float]:
+    """One score per section for the margin's pool: its best rerank score, or, for a section
+    whose every part fell under the similarity threshold, its best similarity (a question with
+    one surviving candidate still has a pool to stand out from)."""
+    scores = section_scores(ranked, [c["rerank_score"] for c in ranked])
+    reranked = {c.get("group_id") or c.get("chunk_id") for c in ranked}
+    below = [c for c in searched if (c.get("group_id") or c.get("chunk_id")) not in reranked]
+    return scores + section_scores(below, [c["similarity"] for c in below])
+
+
 def thresholds(options, config) -> tuple[float, float, float | None]:
     """(abstain margin, strict minimum, window below the best): the request's, else the index's."""
     margin, minimum, window = options.abstain_margin, options.rerank_min, options.rank_window
@@ -81,10 +92,11 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         if ranked:
             margin, minimum, window = thresholds(options, config)
             best = ranked[0]["rerank_score"]
-            stands_out = top_margin([c["rerank_score"] for c in ranked])
+            sections = pool_scores(ranked, state.get("search_results") or [])
+            stands_out = top_margin(sections)
             if stands_out < margin:
                 reason = (f"the best score {best:.3f} stands {stands_out:.3f} above the median of the best "
-                          f"{min(MARGIN_POOL, len(ranked))} candidates; {margin:.3f} needed")
+                          f"{min(MARGIN_POOL, len(sections))} sections' scores; {margin:.3f} needed")
             else:
                 floor = max(minimum, best - window) if window is not None else minimum
                 kept = [c for c in ranked if c["rerank_score"] >= floor]
