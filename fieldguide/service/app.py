@@ -308,5 +308,5 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     if langserve:
         from fieldguide.service.rag import add_rag_routes
 
-        add_rag_routes(app, graph, configurable=configurable)
+        add_rag_routes(app, graph, configurable=configurable, settings=settings)
     return app
