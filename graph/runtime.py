@@ -116,10 +116,11 @@ class QueryOptions(BaseModel):
         return self.model_copy(update=unset) if unset else self
 
 
-def option_annotations(limits: Settings | None = None) -> dict[str, Any]:
+def option_annotations(limits: Settings | None = None, *, optional: bool = True) -> dict[str, Any]:
     """name -> the option's type with its bounds (`Annotated`), for schemas built elsewhere
     (LangServe's config schema). With `limits`, each `PublicLimit` becomes one more upper
-    bound: what a public route accepts."""
+    bound: what a public route accepts. `optional=False` leaves None out of the type (forms
+    that cannot render a null choice, such as LangServe's playground)."""
     import annotated_types
 
     annotations = {}
@@ -131,24 +132,23 @@ def option_annotations(limits: Settings | None = None) -> dict[str, Any]:
                                                                  if isinstance(m, annotated_types.Le)])
                 metadata = [m for m in metadata if not isinstance(m, annotated_types.Le)]
                 metadata.append(annotated_types.Le(upper))
-        annotations[name] = _constrained(field.annotation, metadata)
+        annotations[name] = _constrained(field.annotation, metadata, optional)
     return annotations
 
 
-def _constrained(annotation: Any, metadata: list) -> Any:
+def _constrained(annotation: Any, metadata: list, optional: bool = True) -> Any:
     """`annotation` with `metadata`'s bounds, put on the non-None arm of an optional type: there
     they survive tools that copy a model's fields by their annotation alone (LangServe does)."""
     import types
     import typing
 
-    if not metadata:
-        return annotation
     arms = typing.get_args(annotation)
     if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in arms:
         inner = [arm for arm in arms if arm is not type(None)]
         inner_type = inner[0] if len(inner) == 1 else typing.Union[tuple(inner)]
-        return typing.Optional[Annotated[(inner_type, *metadata)]]
-    return Annotated[(annotation, *metadata)]
+        bounded = Annotated[(inner_type, *metadata)] if metadata else inner_type
+        return typing.Optional[bounded] if optional else bounded
+    return Annotated[(annotation, *metadata)] if metadata else annotation
 
 
 def requested_options(config: dict | None) -> dict[str, Any]:

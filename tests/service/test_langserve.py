@@ -88,9 +88,10 @@ def test_config_schema_declares_the_run_options_with_bounds_and_public_limits(ra
     assert set(configurable["properties"]) == set(QueryOptions.model_fields)
     rerank_min = configurable["properties"]["rerank_min"]
     assert "abstains" in rerank_min["description"]
-    max_chunks = configurable["properties"]["max_chunks"]["anyOf"][0]
-    assert max_chunks["minimum"] == 1
-    assert max_chunks["maximum"] == app.state.service.settings.public_max_chunks  # the public limit, not 1000
+    max_chunks = configurable["properties"]["max_chunks"]
+    settings = app.state.service.settings
+    assert max_chunks["minimum"] == 1 and max_chunks["default"] == settings.max_chunks  # the server's value
+    assert max_chunks["maximum"] == settings.public_max_chunks  # the public limit, not the option's own 1000
 
 
 @pytest.mark.parametrize("name, value", [("max_chunks", 0), ("max_chunks", 13), ("temperature", 5),
