@@ -98,15 +98,25 @@ class DocsFolder:
 
 
 def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = None,
-                     resolve: Callable[[str], str | None] = lambda source: None):
-    """The MCP server over `runner`. `resolve(source)` is a docs file's URL for readers."""
+                     resolve: Callable[[str], str | None] = lambda source: None, own_logging: bool = True):
+    """The MCP server over `runner`. `resolve(source)` is a docs file's URL for readers.
+    `own_logging=False` keeps the SDK from configuring the process's root logger (it does when
+    nothing has yet), which is the host's to configure (the HTTP service's)."""
     from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.resources.types import FunctionResource
 
     from graph.runtime import InvalidOption
 
-    server = MCPServer("fieldguide", instructions=SERVER_INSTRUCTIONS, version=_version())
+    root = logging.getLogger()
+    placeholder = None if own_logging or root.handlers else logging.NullHandler()
+    if placeholder is not None:
+        root.addHandler(placeholder)  # logging.basicConfig does nothing while root has a handler
+    try:
+        server = MCPServer("fieldguide", instructions=SERVER_INSTRUCTIONS, version=_version(), log_level="WARNING")
+    finally:
+        if placeholder is not None:
+            root.removeHandler(placeholder)
     docs = DocsFolder(docs_dir)
     Question = Annotated[str, Field(min_length=1, max_length=settings.max_question_chars,
                                     description="A question in plain words.")]
@@ -170,7 +180,8 @@ def add_mcp_routes(app, service, *, docs_dir: Path | None) -> None:
     """Mount the MCP server at `/mcp` (streamable HTTP) over the service's runner."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    server = build_mcp_server(service.runner, service.settings, docs_dir=docs_dir, resolve=service.resolve)
+    server = build_mcp_server(service.runner, service.settings, docs_dir=docs_dir, resolve=service.resolve,
+                              own_logging=False)
     # Browsers are checked for the whole service (origins.py); the SDK's own Host check would need
     # the public host names, which the service does not know.
     http_app = server.streamable_http_app(
