@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters
 
 from fieldguide.service import create_app
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
+from tests.conftest import ingested_collection
 from tests.service.conftest import SAMPLE_DOCS, free_port, serve
 from tests.service.test_browser import browser_page  # noqa: F401  (fixture)
 from tests.service.test_widget import ask_in_widget, docs_site
@@ -36,22 +37,9 @@ EXPECTED_SOURCE = "screens/booking-form.md"
 @pytest.fixture(scope="module")
 def indexed(weaviate_service, tmp_path_factory, embeddings):
     """Settings of a collection holding the sample docs (dropped after the module)."""
-    import uuid
-
-    from fieldguide.settings import Settings
-    from fieldguide.store import ChunkStore, connect
-    from ingest.pipeline import ingest_folder
-
-    settings = Settings(weaviate_url=weaviate_service["url"], weaviate_grpc_port=weaviate_service["grpc_port"],
-                        collection="Integrations" + uuid.uuid4().hex[:10], docs_dir=SAMPLE_DOCS,
-                        data_dir=tmp_path_factory.mktemp("fieldguide-data"), max_answer_tokens=24)
-    ingest_folder(SAMPLE_DOCS, settings, progress=False, embeddings=embeddings)
-    yield settings
-    client = connect(settings)
-    try:
-        ChunkStore(client, settings.collection).drop()
-    finally:
-        client.close()
+    with ingested_collection(weaviate_service, tmp_path_factory.mktemp("fieldguide-data"), embeddings,
+                             prefix="Integrations", docs_dir=SAMPLE_DOCS, max_answer_tokens=24) as settings:
+        yield settings
 
 
 @pytest.fixture(scope="module")

@@ -1,36 +1,19 @@
 """The index as a LangChain vector store and retriever (langchain-weaviate), against a real Weaviate."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from fieldguide.errors import FieldguideError, ModelMismatch
+from tests.conftest import ingested_collection
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.models]
-
-SAMPLE_DOCS = Path(__file__).resolve().parents[2] / "fieldguide" / "sample_docs"
 
 
 @pytest.fixture(scope="module")
 def ingested(weaviate_service, tmp_path_factory, embeddings):
-    """Settings of a collection holding the sample docs, for the whole module (dropped after it)."""
-    import uuid
-
-    from fieldguide.settings import Settings
-    from fieldguide.store import ChunkStore, connect
-    from ingest.pipeline import ingest_folder
-
-    settings = Settings(weaviate_url=weaviate_service["url"], weaviate_grpc_port=weaviate_service["grpc_port"],
-                        collection="LangChain" + uuid.uuid4().hex[:10],
-                        data_dir=tmp_path_factory.mktemp("fieldguide-data"))
-    ingest_folder(SAMPLE_DOCS, settings, progress=False, embeddings=embeddings)
-    yield settings
-    client = connect(settings)
-    try:
-        ChunkStore(client, settings.collection).drop()
-    finally:
-        client.close()
+    with ingested_collection(weaviate_service, tmp_path_factory.mktemp("fieldguide-data"), embeddings,
+                             prefix="LangChain") as settings:
+        yield settings
 
 
 def test_a_retriever_over_the_index_gives_documents_with_the_chunk_metadata(ingested, embeddings):
