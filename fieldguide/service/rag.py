@@ -12,7 +12,8 @@ answer tokens), the public limits of the settings as upper bounds. So `/rag/conf
 and the playground show them, and RemoteRunnable's `configurable` reaches the graph. LangServe
 checks the types itself but copies its request models without their bounds, so the bounds
 are checked here, per request: a value out of bounds gets 422 naming the field before
-anything runs.
+anything runs. `/rag/batch` is off: one request is one question, so no client can queue an
+unbounded list of runs with one call.
 """
 from __future__ import annotations
 
@@ -95,4 +96,5 @@ def add_rag_routes(app: FastAPI, graph, *, settings, configurable: dict[str, Any
         per_req_config_modifier=per_request_config,
         enable_feedback_endpoint=False,
         enable_public_trace_link_endpoint=False,
+        disabled_endpoints=["batch"],
     )

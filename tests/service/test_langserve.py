@@ -113,3 +113,22 @@ def test_remote_runnable_sees_the_422_too(rag_server):
             {"question": "Which fields?"}, config={"configurable": {"max_chunks": 0}})
     assert refused.value.response.status_code == 422
     assert "max_chunks" in refused.value.response.text
+
+
+def test_batch_is_off_so_one_call_cannot_queue_many_runs(rag_server):
+    base, _ = rag_server
+    with httpx.Client(timeout=30) as client:
+        response = client.post(base + "/rag/batch", json={"inputs": [{"question": "Which fields?"}] * 3})
+    assert response.status_code == 404
+
+
+def test_a_config_hash_route_is_bounded_too(rag_server):
+    base, _ = rag_server
+    import json
+
+    from langserve.lzstring import LZString  # how the playground puts a config into the URL
+
+    encoded = LZString.compressToEncodedURIComponent(json.dumps({"configurable": {"max_chunks": 0}}))
+    with httpx.Client(timeout=30) as client:
+        response = client.post(base + f"/rag/c/{encoded}/invoke", json={"input": {"question": "Which fields?"}})
+    assert response.status_code == 422 and "max_chunks" in response.text
