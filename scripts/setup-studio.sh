@@ -4,8 +4,8 @@
 # grpcio that weaviate-client rejects; on its own, the resolver settles on a
 # langgraph-api that accepts weaviate-client's grpcio, and .venv keeps its versions.
 # uv installs it from the same cache as .venv (scripts/uv-env.sh): torch and the other wheels
-# .venv already has are hard-linked, not downloaded again, and llama-cpp-python's wheel built
-# for .venv is reused instead of compiled twice.
+# .venv already has are hard-linked, not downloaded again, and the llama-cpp-python wheel built
+# for .venv (build/wheels/) is installed instead of compiled twice.
 # Idempotent: nothing is installed when pyproject.toml is unchanged since the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,9 @@ if [ ! -x "$UV" ]; then
   [ -x "$UV" ] || "$STUDIO_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.5"
 fi
 source scripts/uv-env.sh
-"$UV" pip install --quiet --python "$STUDIO_PY" -e ".[studio]"
+llama_wheel=$(llama_cpp_wheel "$STUDIO_PY")
+[ -f "$llama_wheel" ] || { echo "building llama-cpp-python failed" >&2; exit 1; }
+"$UV" pip install --quiet --python "$STUDIO_PY" "$llama_wheel" -e ".[studio]"
 "$UV" pip check --quiet --python "$STUDIO_PY" >/dev/null || { "$UV" pip check --python "$STUDIO_PY" >&2; exit 1; }
 echo "$wanted" > "$STAMP"
 echo "studio environment ready: $("$VENV/bin/langgraph" --version)"

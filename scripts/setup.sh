@@ -2,7 +2,8 @@
 # Installs everything fieldguide needs on a fresh Debian machine, idempotently:
 #   - a Python 3.11 virtual environment in .venv with the project (and, with --test, its test extras),
 #     installed by uv (from PyPI): parallel downloads and one package cache that both .venv and
-#     .venv-studio hard-link from, so torch (2.5 GB with its CUDA libraries) is fetched once
+#     .venv-studio hard-link from, so torch (2.5 GB with its CUDA libraries) is fetched once, and
+#     llama-cpp-python compiled once (scripts/uv-env.sh), while torch downloads
 #   - the front-end libraries of the chat page (npm, from the registry), meanwhile
 #   - a weaviate-server binary (built with `go install` when Go is present)
 #   - Debian's chromium, for the browser tests (with --test)
@@ -36,10 +37,17 @@ fi
 VENV_PY=.venv/bin/python
 [ -x .venv/bin/uv ] || "$VENV_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.5"
 source scripts/uv-env.sh
+# torch (with its CUDA libraries, the largest download by far) comes down while llama-cpp-python
+# compiles; then everything else, with that wheel.
+.venv/bin/uv pip install --quiet --python "$VENV_PY" "$(pyproject_requirement torch)" &
+torch_job=$!
+llama_wheel=$(llama_cpp_wheel "$VENV_PY")
+[ -f "$llama_wheel" ] || { echo "building llama-cpp-python failed" >&2; exit 1; }
+wait "$torch_job" || { echo "installing torch failed" >&2; exit 1; }
 if [ "$WITH_TEST" = 1 ]; then
-  .venv/bin/uv pip install --quiet --python "$VENV_PY" -e ".[test]"
+  .venv/bin/uv pip install --quiet --python "$VENV_PY" "$llama_wheel" -e ".[test]"
 else
-  .venv/bin/uv pip install --quiet --python "$VENV_PY" -e .
+  .venv/bin/uv pip install --quiet --python "$VENV_PY" "$llama_wheel" -e .
 fi
 # An editable install leaves the project's own modules uncompiled; where writing bytecode is
 # switched off (PYTHONDONTWRITEBYTECODE, common in containers) every command would compile

@@ -10,3 +10,22 @@ case " ${CMAKE_ARGS:-} " in
   *" -DLLAVA_BUILD="*) ;;
   *) export CMAKE_ARGS="${CMAKE_ARGS:+$CMAKE_ARGS }-DLLAVA_BUILD=OFF" ;;
 esac
+
+# The requirement pyproject.toml states for a package, e.g. `pyproject_requirement torch`.
+pyproject_requirement() {
+  grep -o "\"$1[=<>!~ ][^\"]*\"" pyproject.toml | head -1 | tr -d '"'
+}
+
+# llama-cpp-python has no Linux wheel on PyPI. It is compiled once, into build/wheels/ (one
+# folder per requirement), and both environments install that file: uv would otherwise compile
+# it again for .venv-studio, as it does not keep a wheel built from a downloaded source archive
+# across runs. Prints the wheel's path; $1 is a Python with pip to build it.
+llama_cpp_wheel() {
+  local requirement dir
+  requirement=$(pyproject_requirement llama-cpp-python)
+  dir="build/wheels/$(printf '%s' "$requirement" | sha256sum | cut -c1-12)"
+  if ! ls "$dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    "$1" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$dir" "$requirement" >&2
+  fi
+  ls -t "$dir"/llama_cpp_python-*.whl | head -1
+}
