@@ -111,6 +111,16 @@ class Settings(BaseSettings):
     web_modules_dir: Path | None = Field(
         None, description="node_modules holding the chat page's libraries; default fieldguide/web/node_modules.")
 
+    # --- public routes (/rag, /v1/chat/completions, /mcp, the widget) -----------------------
+    # A client may lower these options per request but never raise them past the limit.
+    public_max_search_k: int = Field(100, description="Most search candidates (search_k, screen_k) a client may ask for.")
+    public_max_chunks: int = Field(12, description="Most chunks (max_chunks, MCP search_docs k) a client may ask for.")
+    public_max_context_token_budget: int = Field(4000, description="Largest context_token_budget a client may ask for.")
+    public_max_answer_tokens: int = Field(1024, description="Largest max_answer_tokens (OpenAI max_tokens) a client may ask for.")
+    allowed_origins: str = Field(
+        "", description="Comma-separated origins (scheme://host[:port]) whose pages may call the API from a browser, "
+        "e.g. the widget on a docs site; `*` allows any. Other cross-origin browser requests get 403.")
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

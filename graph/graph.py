@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
+from graph.runtime import QueryOptions
 from graph.state import InputState, OutputState, QueryState
 from nodes.cap import cap
 from nodes.embed import embed
@@ -31,7 +32,9 @@ ANSWER_STEPS = [("prompt", prompt), ("generate", generate)]
 
 
 def _build(steps, checkpointer=None, name: str = "fieldguide", output_schema=OutputState):
-    builder = StateGraph(QueryState, input_schema=InputState, output_schema=output_schema)
+    # The per-run options are the graph's declared context schema (LangGraph Studio, LangServe).
+    builder = StateGraph(QueryState, context_schema=QueryOptions, input_schema=InputState,
+                         output_schema=output_schema)
     for step, node in steps:
         builder.add_node(step, node)
     names = [step for step, _ in steps]

@@ -46,6 +46,9 @@ class SectionGap(TypedDict):
 class InputState(TypedDict):
     question: str
     conversation_id: NotRequired[str | None]
+    # Earlier turns a caller holds itself (an OpenAI-style message list), for a graph run
+    # without a checkpointed thread; appended before this turn's question.
+    messages: NotRequired[list[AnyMessage]]
 
 
 class OutputState(TypedDict):

@@ -33,7 +33,7 @@ def fake_chat(*answers):
 def test_module_graph_has_every_node_and_a_narrow_input():
     assert set(graph.get_graph().nodes) >= {"route", "embed", "search", "threshold", "rerank", "cap",
                                            "reassemble", "prompt", "generate"}
-    assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id"}
+    assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id", "messages"}
 
 
 def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
