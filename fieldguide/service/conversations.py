@@ -33,6 +33,7 @@ def sse_frame(event_id: int, name: str, data_json: str) -> bytes:
 
 INTERRUPTED_MESSAGE = ("The service restarted while this answer was being written, so it stopped here. "
                        "Please ask again.")
+TURN_ENDS = ("done", "error")  # a turn's last event is one of these
 
 
 def new_conversation_id() -> str:
@@ -129,7 +130,7 @@ class Conversation(TurnSide):
                 self.events.popleft()
             self.last_activity = time.monotonic()
             if self.journal is not None:  # visible once committed (`committed`, from the journal's thread)
-                self.journal.append(self.id, event_id, frame, self.committed)
+                self.journal.append(self.id, event_id, frame, self.committed, ends_turn=name in TURN_ENDS)
                 return event_id
             self.durable_id = event_id
         self.wake()
@@ -239,7 +240,8 @@ class ConversationRegistry:
                                         journal=self.journal)
             self._conversations[conversation.id] = conversation
             if stored.running:
-                conversation.append("error", {"message": INTERRUPTED_MESSAGE, "interrupted": True})
+                if not stored.ended:  # the turn's last event never came: say why, once
+                    conversation.append("error", {"message": INTERRUPTED_MESSAGE, "interrupted": True})
                 conversation.turn_ended()
         while len(self._conversations) > self.max_conversations:
             self.evict(next(iter(self._conversations)))

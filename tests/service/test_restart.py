@@ -89,3 +89,41 @@ def test_a_second_service_on_the_same_sqlite_file_is_refused(sqlite_env):
         second = ServiceProcess(sqlite_env)
         with pytest.raises(RuntimeError, match="exited"):
             second.start(timeout=30)
+
+
+def test_a_turn_whose_last_event_was_stored_is_not_ended_again(tmp_path):
+    """A process killed between a turn's `done` reaching the log and the turn being marked as
+    ended: after the restart the log is as it was, with no `error` after the `done`; a turn cut
+    off before its last event gets exactly one."""
+    from fieldguide.service.state import open_state
+    from tests.service.conftest import make_settings
+
+    settings = make_settings(state_url=f"sqlite:///{tmp_path}/state.sqlite")
+    state = open_state(settings)
+    finished, cut_off = state.conversations.create(), state.conversations.create()
+    for conversation in (finished, cut_off):
+        assert conversation.reserve()
+        conversation.append("status", {"stage": "started"})
+        conversation.append("token", {"text": "Hello"})
+    finished.append("done", {"answer": "Hello"})
+    state.close()  # neither turn_ended() ran: the journal still says both are running
+
+    again = open_state(settings)
+    try:
+        kept = again.conversations.get(finished.id)
+        assert [frame for _, frame in kept.events] == [frame for _, frame in finished.events]
+        assert not kept.running
+        ended = again.conversations.get(cut_off.id)
+        assert [frame.split(b"\r\n")[1] for _, frame in ended.events] == [
+            b"event: status", b"event: token", b"event: error"]
+        assert not ended.running
+    finally:
+        again.close()
+
+    third = open_state(settings)  # and what the restart wrote is kept: no second error either time
+    try:
+        assert len(third.conversations.get(cut_off.id).events) == 3
+        assert len(third.conversations.get(finished.id).events) == 3
+        assert third.conversations.get(finished.id).reserve()  # a follow-up can start
+    finally:
+        third.close()

@@ -31,6 +31,7 @@ from typing import Any, Iterator
 from fieldguide.errors import FieldguideError, StateUnavailable
 from fieldguide.service.conversations import (
     INTERRUPTED_MESSAGE,
+    TURN_ENDS,
     ConversationLimitReached,
     TurnSide,
     new_conversation_id,
@@ -44,7 +45,7 @@ READ_BLOCK_MS = 1000  # a reader's XREAD waits this long before it looks at the 
 LISTEN_MARK_SECONDS = 1.0  # readers mark the conversation as listened to this often
 FINISH_POLL_SECONDS = 0.01  # after a turn's last event, how often a reader looks for its release
 KEY_PREFIX = "fieldguide:"
-TERMINAL_EVENTS = ("done", "error")
+TERMINAL_EVENTS = TURN_ENDS
 
 STATE_UNAVAILABLE = "The conversation store (Redis) is not reachable right now. Please try again in a moment."
 

@@ -44,7 +44,8 @@ CHECKPOINT_SECONDS = 2.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS fg_conversations (
-    id TEXT PRIMARY KEY, last_activity REAL NOT NULL, running INTEGER NOT NULL DEFAULT 0);
+    id TEXT PRIMARY KEY, last_activity REAL NOT NULL, running INTEGER NOT NULL DEFAULT 0,
+    ended_at INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS fg_events (
     conversation_id TEXT NOT NULL, id INTEGER NOT NULL, frame BLOB NOT NULL,
     PRIMARY KEY (conversation_id, id)) WITHOUT ROWID;
@@ -92,6 +93,10 @@ class JournalWriter:
     def write(self, sql: str, params: tuple, done: Callable[[], None] | None = None) -> None:
         self._queue.put((sql, params, done))
 
+    def write_together(self, statements: Sequence[tuple[str, tuple]], done: Callable[[], None] | None = None) -> None:
+        """Several statements that always share a transaction."""
+        self._queue.put((list(statements), (), done))
+
     def flush(self) -> None:
         """Wait until everything queued so far is committed."""
         finished = threading.Event()
@@ -132,7 +137,10 @@ class JournalWriter:
                 self.conn.execute("BEGIN")
                 try:
                     for sql, params, _ in writes:
-                        if sql is not None:
+                        if isinstance(sql, list):
+                            for statement, values in sql:
+                                self.conn.execute(statement, values)
+                        elif sql is not None:
                             self.conn.execute(sql, params)
                     self.conn.execute("COMMIT")
                 except BaseException:
@@ -155,6 +163,7 @@ class StoredConversation:
     running: bool
     last_id: int
     events: list[tuple[int, bytes]]
+    ended: bool = False  # the running turn's last event (`done`/`error`) is stored: nothing was cut off
 
 
 class SqliteState:
@@ -166,6 +175,9 @@ class SqliteState:
         self._owner = _take_ownership(path)
         self.conn = connect(path)
         self.conn.executescript(SCHEMA)
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(fg_conversations)")}
+        if "ended_at" not in columns:  # a file from before the column
+            self.conn.execute("ALTER TABLE fg_conversations ADD COLUMN ended_at INTEGER NOT NULL DEFAULT 0")
         self.retention_seconds = turn_retention_days * 86400
         self._lock = threading.Lock()
         self._mark_interrupted_turns()
@@ -184,15 +196,23 @@ class SqliteState:
                            (conversation_id, time.time()))
 
     def append(self, conversation_id: str, event_id: int, frame: bytes,
-               committed: Callable[[int], None] | None = None) -> None:
-        """Store an event; `committed(event_id)` is called once it is on disk."""
-        self._writer.write("INSERT OR REPLACE INTO fg_events (conversation_id, id, frame) VALUES (?, ?, ?)",
-                           (conversation_id, event_id, frame),
-                           None if committed is None else (lambda: committed(event_id)))
+               committed: Callable[[int], None] | None = None, ends_turn: bool = False) -> None:
+        """Store an event; `committed(event_id)` is called once it is on disk. The last event of
+        a turn is stored with the mark that the turn ended, in one transaction: a process killed
+        right after it was read never ends the turn a second time."""
+        statements = [("INSERT OR REPLACE INTO fg_events (conversation_id, id, frame) VALUES (?, ?, ?)",
+                       (conversation_id, event_id, frame))]
+        if ends_turn:
+            statements.append(("UPDATE fg_conversations SET ended_at = ? WHERE id = ?", (event_id, conversation_id)))
+        self._writer.write_together(statements, None if committed is None else (lambda: committed(event_id)))
 
     def set_running(self, conversation_id: str, running: bool) -> None:
-        self._writer.write("UPDATE fg_conversations SET running = ?, last_activity = ? WHERE id = ?",
-                           (int(running), time.time(), conversation_id))
+        if running:  # a new turn: its end is still to come
+            self._writer.write("UPDATE fg_conversations SET running = 1, ended_at = 0, last_activity = ? WHERE id = ?",
+                               (time.time(), conversation_id))
+        else:
+            self._writer.write("UPDATE fg_conversations SET running = 0, last_activity = ? WHERE id = ?",
+                               (time.time(), conversation_id))
 
     def touch(self, conversation_id: str) -> None:
         self._writer.write("UPDATE fg_conversations SET last_activity = ? WHERE id = ?", (time.time(), conversation_id))
@@ -214,16 +234,17 @@ class SqliteState:
         """Every stored conversation, least recently active first, with its newest events."""
         with self._lock:
             rows = self.conn.execute(
-                "SELECT id, last_activity, running FROM fg_conversations ORDER BY last_activity").fetchall()
+                "SELECT id, last_activity, running, ended_at FROM fg_conversations ORDER BY last_activity").fetchall()
             result = []
-            for conversation_id, last_activity, running in rows:
+            for conversation_id, last_activity, running, ended_at in rows:
                 events = self.conn.execute(
                     "SELECT id, frame FROM fg_events WHERE conversation_id = ? ORDER BY id DESC LIMIT ?",
                     (conversation_id, max_events)).fetchall()
                 events.reverse()
                 last_id = events[-1][0] if events else 0
                 result.append(StoredConversation(conversation_id, float(last_activity), bool(running), last_id,
-                                                 [(int(i), bytes(f)) for i, f in events]))
+                                                 [(int(i), bytes(f)) for i, f in events],
+                                                 ended=bool(running) and 0 < int(ended_at) <= last_id))
             return result
 
     def conversation_count(self) -> int:
