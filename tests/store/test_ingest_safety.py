@@ -24,6 +24,7 @@ def cli_env(settings, tmp_path) -> dict:
     env = dict(os.environ, FIELDGUIDE_COLLECTION=settings.collection, FIELDGUIDE_DATA_DIR=str(tmp_path / "data"))
     env["FIELDGUIDE_WEAVIATE_URL"] = settings.weaviate_url
     env["FIELDGUIDE_WEAVIATE_GRPC_PORT"] = str(settings.weaviate_grpc_port)
+    env.pop("FIELDGUIDE_DOCS_DIR", None)  # a folder is named only where a test names one
     return env
 
 
