@@ -1,9 +1,12 @@
 """The wiring of the query graph, in one place.
 
-    route → embed → search → threshold → rerank → cap → reassemble → prompt → generate
+    condense → route → embed → search → threshold → rerank → cap → reassemble → evidence → prompt → generate
 
-`route` runs first because it is instant (rules over the question) and steers which
-chunks `search` favours. `graph` is compiled without a checkpointer (LangGraph Studio
+`condense` opens the turn: a follow-up becomes a standalone question, which every later
+step reads. `route` comes next because it is instant (rules over the question) and steers
+which chunks `search` favours. `evidence` picks the verbatim quotes as soon as the context
+is final, so `generate` can stream them before the model's first token (and checks the
+model's sentences as they complete). `graph` is compiled without a checkpointer (LangGraph Studio
 and `langgraph dev` bring their own); the service calls `build_graph(MemorySaver())`
 and keys conversations by `thread_id`. `build_retrieval_graph()` stops after
 `reassemble`: what `fieldguide retrieve` runs (no generation).
@@ -14,7 +17,9 @@ from langgraph.graph import END, START, StateGraph
 
 from graph.state import InputState, OutputState, QueryState
 from nodes.cap import cap
+from nodes.condense import condense
 from nodes.embed import embed
+from nodes.evidence import evidence
 from nodes.generate import generate
 from nodes.prompt import prompt
 from nodes.reassemble import reassemble
@@ -23,9 +28,9 @@ from nodes.route import route
 from nodes.search import search
 from nodes.threshold import threshold
 
-RETRIEVAL_STEPS = [("route", route), ("embed", embed), ("search", search), ("threshold", threshold),
+RETRIEVAL_STEPS = [("condense", condense), ("route", route), ("embed", embed), ("search", search), ("threshold", threshold),
                    ("rerank", rerank), ("cap", cap), ("reassemble", reassemble)]
-ANSWER_STEPS = [("prompt", prompt), ("generate", generate)]
+ANSWER_STEPS = [("evidence", evidence), ("prompt", prompt), ("generate", generate)]
 
 
 def _build(steps, checkpointer=None, name: str = "fieldguide", output_schema=OutputState):

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any
 
+from fieldguide.errors import InvalidOption
 from fieldguide.settings import Settings, get_settings
 
 
@@ -36,6 +37,10 @@ class QueryOptions:
     use_routing: bool
     parent_intro: bool  # put a subsection hit's parent intro before it, budget allowing
     dedupe: bool  # drop near-copies of a better-ranked chunk before the cap
+    verify: str  # "off" | "flag" | "drop": what happens to a generated sentence the context does not support
+    min_support: float
+    evidence_words: int
+    condense: str  # "auto" | "model" | "rules" | "off"
 
     @classmethod
     def from_config(cls, config: dict | None, settings: Settings | None = None) -> "QueryOptions":
@@ -55,6 +60,10 @@ class QueryOptions:
             "use_routing": True,
             "parent_intro": settings.parent_intro,
             "dedupe": settings.dedupe,
+            "verify": settings.verify or default_verify(settings.chat_provider),
+            "min_support": settings.min_support,
+            "evidence_words": settings.evidence_words,
+            "condense": settings.condense,
         }
         overrides = (config or {}).get("configurable") or {}
         aliases = {"k": "search_k", "reranker": "use_reranker", "reassembly": "use_reassembly",
@@ -73,7 +82,21 @@ class QueryOptions:
                 values[name] = float(value)
             elif types[name] == "bool":
                 values[name] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+        for name, allowed in CHOICES.items():
+            values[name] = str(values[name]).strip().lower()
+            if values[name] not in allowed:
+                raise InvalidOption(f"{name} must be one of {', '.join(allowed)}, not {values[name]!r}")
         return cls(**values)
+
+
+VERIFY_MODES = ("off", "flag", "drop")
+CHOICES = {"verify": VERIFY_MODES, "condense": ("auto", "model", "rules", "off")}
+
+
+def default_verify(chat_provider: str | None) -> str:
+    """The sentence check's default per generator: a small local model's unsupported sentences are
+    dropped; a hosted model's are kept and marked (docs/BENCHMARKS.md, "Answers")."""
+    return "flag" if (chat_provider or "local").lower() == "openai" else "drop"
 
 
 WARM_UP_CANDIDATE = {"chunk_id": "warm-up", "heading_path": ["Warm up"], "text": "warm up",
@@ -92,6 +115,7 @@ class Resources:
         self._reranker = reranker
         self._chat_model = chat_model
         self._manifest_checked = False
+        self._text_vectors = None
         self._lock = threading.RLock()
 
     @property
@@ -124,6 +148,14 @@ class Resources:
 
     def skip_manifest_check(self) -> None:
         self._manifest_checked = True
+
+    @property
+    def text_vectors(self) -> "TextVectors":
+        """Embeddings of context sentences, cached: the evidence step and the sentence check share them."""
+        with self._lock:
+            if self._text_vectors is None:
+                self._text_vectors = TextVectors(self.embeddings)
+            return self._text_vectors
 
     @property
     def reranker(self):
@@ -160,6 +192,50 @@ class Resources:
                 self._store = None
 
 
+class TextVectors:
+    """Embeddings of short texts (sentences, list items, table rows), the most recent kept.
+
+    Popular sections come back question after question; their sentences are embedded once.
+    Vectors are kept as float32 arrays: `max_texts` of them take about 1.5 kB each at 384 dimensions.
+    """
+
+    def __init__(self, embeddings, max_texts: int = 8192):
+        from collections import OrderedDict
+
+        self.embeddings = embeddings
+        self.max_texts = max_texts
+        self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list:
+        import numpy as np
+
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            fresh = self.embeddings.embed_documents(missing)
+            with self._lock:
+                for text, vector in zip(missing, fresh):
+                    self._vectors[text] = np.asarray(vector, dtype=np.float32)
+        with self._lock:
+            found = []
+            for text in texts:
+                vector = self._vectors.get(text)
+                if vector is None:  # evicted by another thread meanwhile
+                    vector = np.asarray(self.embeddings.embed_documents([text])[0], dtype=np.float32)
+                self._vectors[text] = vector
+                self._vectors.move_to_end(text)
+                found.append(vector)
+            while len(self._vectors) > self.max_texts:
+                self._vectors.popitem(last=False)
+            return found
+
+    def embed_one(self, text: str):
+        import numpy as np
+
+        return np.asarray(self.embeddings.embed_query(text), dtype=np.float32)
+
+
 _default_resources: Resources | None = None
 _default_lock = threading.Lock()
 
@@ -191,8 +267,14 @@ class Stopwatch:
         self.ms = round((time.perf_counter() - self._start) * 1000.0, 3)
 
 
+def question_of(state: dict) -> str:
+    """The question retrieval and the answer steps work on: the standalone one when a follow-up
+    was condensed (see nodes/condense.py), else the question as asked."""
+    return state.get("standalone_question") or state["question"]
+
+
 def with_timing(state: dict, node: str, ms: float) -> dict[str, float]:
-    """This turn's timings plus one node's (a fresh dict: the route node starts the turn)."""
+    """This turn's timings plus one node's (a fresh dict: the condense node starts the turn)."""
     timings = dict(state.get("timings_ms") or {})
     timings[node] = ms
     return timings

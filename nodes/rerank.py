@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
+from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_stage, with_timing
 
 
 def rerank(state: dict, config: RunnableConfig = None) -> dict:
@@ -18,7 +18,7 @@ def rerank(state: dict, config: RunnableConfig = None) -> dict:
     candidates = [dict(c) for c in state.get("threshold_results") or []]
     with Stopwatch() as sw:
         if candidates and options.use_reranker:
-            scores = resources_for(config).reranker.score(state["question"], candidates, intent=state.get("intent"))
+            scores = resources_for(config).reranker.score(question_of(state), candidates, intent=state.get("intent"))
         else:
             scores = [c["similarity"] for c in candidates]
         for candidate, value in zip(candidates, scores):

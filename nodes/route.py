@@ -23,7 +23,7 @@ import re
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for
+from graph.runtime import Stopwatch, options_for, question_of, with_timing
 
 UI_NOUNS = (
     r"button|buttons|field|fields|tab|tabs|menu|menus|screen|screens|page|pages|dialog|modal|window|"
@@ -114,17 +114,13 @@ def route(state: dict, config: RunnableConfig = None) -> dict:
     routing = options_for(config).use_routing
     with Stopwatch() as sw:
         if routing:
-            intent, confidence, reason = classify(state["question"])
+            intent, confidence, reason = classify(question_of(state))
         else:  # switched off (ablation): every question alike, conceptual prompt, no screen steering
             intent, confidence, reason = "conceptual", 0.5, "routing off"
-    # The route node opens the turn: timings and stages start fresh here.
     return {
         "intent": intent,
         "intent_confidence": confidence,
         "intent_reason": reason,
         "messages": [HumanMessage(content=state["question"])],
-        "timings_ms": {"route": sw.ms},
-        "stages": {},
-        "abstain": False,
-        "answer": "",
+        "timings_ms": with_timing(state, "route", sw.ms),
     }

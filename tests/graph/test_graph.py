@@ -31,8 +31,8 @@ def fake_chat(*answers):
 
 
 def test_module_graph_has_every_node_and_a_narrow_input():
-    assert set(graph.get_graph().nodes) >= {"route", "embed", "search", "threshold", "rerank", "cap",
-                                           "reassemble", "prompt", "generate"}
+    assert set(graph.get_graph().nodes) >= {"condense", "route", "embed", "search", "threshold", "rerank", "cap",
+                                           "reassemble", "evidence", "prompt", "generate"}
     assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id"}
 
 
@@ -40,13 +40,15 @@ def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
     resources = make_resources(RECORDS, chat_model=fake_chat("Open Reports and press Export."))
     state = asyncio.run(build_graph().ainvoke(
         {"question": "Where is the export button on the reports screen?"},
-        config_for(resources, min_similarity=0.1, rerank_min=0.0, max_chunks=2)))
+        config_for(resources, min_similarity=0.1, rerank_min=0.0, max_chunks=2, verify="off")))
     assert state["intent"] == "screen" and state["abstain"] is False
-    assert state["answer"] == "Open Reports and press Export."
+    quote = "> Press the Export button in the toolbar of the Reports screen to export invoices. [1]"
+    assert state["answer"] == quote + "\n\nOpen Reports and press Export."
     assert state["context"][0]["chunk_id"] == "export-screen"
+    assert state["citations"][0]["n"] == 1 and state["citations"][0]["chunk_id"] == "export-screen"
     assert set(state["stages"]) == {"search", "threshold", "rerank", "cap"}
-    assert set(state["timings_ms"]) == {"route", "embed", "search", "threshold", "rerank", "cap", "reassemble",
-                                        "prompt", "generate"}
+    assert set(state["timings_ms"]) == {"condense", "route", "embed", "search", "threshold", "rerank", "cap",
+                                        "reassemble", "evidence", "prompt", "generate"}
 
 
 def test_tokens_stream_from_the_generate_node():
@@ -55,7 +57,7 @@ def test_tokens_stream_from_the_generate_node():
     async def collect():
         tokens, final = [], None
         async for kind, payload in stream_answer(build_graph(), "Why does overspent money reduce next month?",
-                                                 resources, {"min_similarity": 0.1}):
+                                                 resources, {"min_similarity": 0.1, "verify": "off"}):
             if kind == "token":
                 tokens.append(payload)
             else:
@@ -63,8 +65,9 @@ def test_tokens_stream_from_the_generate_node():
         return tokens, final
 
     tokens, final = asyncio.run(collect())
-    assert len(tokens) > 1
-    assert "".join(tokens) == final["answer"] == "Overspending comes out of next month."
+    assert len(tokens) > 2  # the evidence, then the model's tokens one by one
+    assert "".join(tokens) == final["answer"]
+    assert tokens[0].startswith("> ") and final["answer"].endswith("\n\nOverspending comes out of next month.")
     # The split section came back whole, in order.
     rollover = [b["part_index"] for b in final["context"] if b["group_id"] == "rollover"]
     assert rollover == [1, 2]
@@ -82,13 +85,16 @@ def test_nothing_survives_so_the_graph_abstains_without_calling_the_model():
 def test_a_conversation_keeps_its_messages_across_turns():
     resources = make_resources(RECORDS, chat_model=fake_chat("First answer.", "Second answer."))
     app = build_graph(MemorySaver())
-    config = config_for(resources, min_similarity=0.1)
+    config = config_for(resources, min_similarity=0.1, verify="off")
     config["configurable"]["thread_id"] = "conv-1"
-    asyncio.run(app.ainvoke({"question": "What is the monthly rollover?"}, config))
-    asyncio.run(app.ainvoke({"question": "And what about overspending?"}, config))
+    first = asyncio.run(app.ainvoke({"question": "What is the monthly rollover?"}, config))
+    second = asyncio.run(app.ainvoke({"question": "And what about overspending?"}, config))
     messages = app.get_state(config).values["messages"]
-    assert [m.content for m in messages] == ["What is the monthly rollover?", "First answer.",
-                                             "And what about overspending?", "Second answer."]
+    assert [m.content for m in messages] == ["What is the monthly rollover?", first["answer"],
+                                             "And what about overspending?", second["answer"]]
+    assert first["answer"].endswith("First answer.") and second["answer"].endswith("Second answer.")
+    # The follow-up was made standalone with the topic of the first answer before retrieval read it.
+    assert second["standalone_question"] == "And what about overspending? — about: Budget > Monthly rollover"
 
 
 def test_retrieval_graph_gives_the_result_line_of_the_contract():
