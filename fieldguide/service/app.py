@@ -114,7 +114,8 @@ class Service:
     async def _run(self, conversation: Conversation, graph_input: dict, config: dict) -> None:
         """One turn, on the engine's thread (see engine.py)."""
         try:
-            await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve)
+            await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve,
+                           source_url_template=self.settings.source_url_template)
         finally:
             self.checkpointer.trim_thread(conversation.id)
             if conversation.evicted:

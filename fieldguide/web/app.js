@@ -5,6 +5,10 @@
 // inline script as a second line of defence). Screenshots are fetched only once their URL
 // has arrived in the stream: images exist in the DOM only after a token or a `sources`
 // event names them, and carry loading="lazy".
+//
+// Citation markers [n] in the answer become links to source n (its file at the cited
+// lines); pointing at one highlights that source in the list. A marker that names no
+// source is not shown. A sentence the check flagged (verify=flag) is marked with ⚠.
 "use strict";
 
 (function () {
@@ -16,7 +20,8 @@
   const statusLine = document.getElementById("status");
   const MAX_RECONNECTS = 8;
   const STAGE_LABELS = {
-    started: "Starting…", route: "Reading the question…", embed: "Reading the question…",
+    started: "Starting…", condense: "Reading the conversation…", route: "Reading the question…",
+    embed: "Reading the question…", evidence: "Quoting the docs…",
     search: "Searching the docs…", threshold: "Filtering…", rerank: "Ranking sections…",
     cap: "Choosing sections…", reassemble: "Gathering sections…", prompt: "Preparing the answer…",
     generate: "Writing the answer…",
@@ -83,12 +88,74 @@
     const html = window.DOMPurify.sanitize(window.marked.parse(turn.text, { gfm: true, breaks: false }));
     currentResolver = null;
     turn.answerEl.innerHTML = html;
+    linkCitations(turn);
     // Keep screenshots already shown instead of re-creating them at every token.
     for (const img of turn.answerEl.querySelectorAll("img")) {
       const src = img.getAttribute("src");
       if (!src) continue;
       const kept = turn.images.get(src);
       if (kept) img.replaceWith(kept); else turn.images.set(src, img);
+    }
+  }
+
+  // ---- citations -------------------------------------------------------------------------
+  const MARKER = /\s?\[(\d{1,3})\]/g;
+  const FLAG = "\u26a0";
+
+  function highlightSource(turn, n, on) {
+    const item = turn.sourceItems.get(n);
+    if (item) item.classList.toggle("cited", on);
+  }
+
+  function citationLink(turn, n) {
+    const source = turn.sourcesByN.get(n);
+    const link = document.createElement("a");
+    link.className = "cite";
+    link.textContent = "[" + n + "]";
+    link.dataset.n = String(n);
+    link.href = source.url || source.link || "#";
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    link.title = (source.source || "") + ((source.heading_path || []).length ? " — " + source.heading_path.join(" › ") : "");
+    for (const [event, on] of [["mouseenter", true], ["focus", true], ["mouseleave", false], ["blur", false]]) {
+      link.addEventListener(event, () => highlightSource(turn, n, on));
+    }
+    return link;
+  }
+
+  function linkCitations(turn) {
+    // Text nodes outside code and links: markers become links (or vanish when they name no
+    // source), the flag sign gets its explanation.
+    const walker = document.createTreeWalker(turn.answerEl, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => (node.parentElement.closest("code, pre, a") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
+    const nodes = [];
+    while (walker.nextNode()) {
+      const value = walker.currentNode.nodeValue;
+      if (value.includes("[") || value.includes(FLAG)) nodes.push(walker.currentNode);
+    }
+    for (const node of nodes) {
+      const parts = document.createDocumentFragment();
+      const text = node.nodeValue;
+      let last = 0;
+      const pattern = new RegExp(MARKER.source + "|" + FLAG, "g");
+      let match;
+      while ((match = pattern.exec(text)) !== null) {
+        parts.append(text.slice(last, match.index));
+        if (match[0] === FLAG) {
+          const flag = document.createElement("span");
+          flag.className = "flag";
+          flag.textContent = FLAG;
+          flag.title = "Not found in the documentation: check it against the sources.";
+          parts.append(flag);
+        } else {
+          const n = Number(match[1]);
+          if (turn.sourcesByN.has(n)) parts.append(" ", citationLink(turn, n));
+        }
+        last = match.index + match[0].length;
+      }
+      parts.append(text.slice(last));
+      node.replaceWith(parts);
     }
   }
 
@@ -104,11 +171,19 @@
     const title = document.createElement("h3");
     title.textContent = "Sources";
     const list = document.createElement("ol");
-    for (const source of sources) {
+    turn.sourcesByN.clear();
+    turn.sourceItems.clear();
+    sources.forEach((source, index) => {
+      const n = source.n || index + 1;
+      turn.sourcesByN.set(n, source);
       const item = document.createElement("li");
-      const link = document.createElement(source.link ? "a" : "span");
-      if (source.link) {
-        link.href = source.link;
+      item.value = n;
+      item.dataset.n = String(n);
+      turn.sourceItems.set(n, item);
+      const href = source.url || source.link;
+      const link = document.createElement(href ? "a" : "span");
+      if (href) {
+        link.href = href;
         link.target = "_blank";
         link.rel = "noopener noreferrer";
       }
@@ -133,7 +208,7 @@
         item.append(shots);
       }
       list.append(item);
-    }
+    });
     turn.sourcesEl.append(title, list);
   }
 
@@ -152,8 +227,13 @@
     metaEl.className = "meta";
     article.append(q, answerEl, sourcesEl, metaEl);
     thread.append(article);
-    const turn = { article, answerEl, sourcesEl, metaEl, text: "", lastEventId: 0, finished: false,
-                   knownUrls: new Map(), firstSourceDir: "", images: new Map(), renderQueued: false };
+    const understood = document.createElement("p");
+    understood.className = "standalone";
+    understood.hidden = true;
+    q.after(understood);
+    const turn = { article, question, answerEl, sourcesEl, metaEl, understood, text: "", lastEventId: 0,
+                   finished: false, knownUrls: new Map(), firstSourceDir: "", images: new Map(), renderQueued: false,
+                   sourcesByN: new Map(), sourceItems: new Map() };
     turn.resolve = makeResolver(turn);
     return turn;
   }
@@ -211,6 +291,10 @@
       const done = JSON.parse(event.data);
       if (done.answer && done.answer !== turn.text) turn.text = done.answer;
       renderAnswer(turn);
+      if (done.standalone_question && done.standalone_question !== turn.question) {
+        turn.understood.textContent = "Understood as: " + done.standalone_question;
+        turn.understood.hidden = false;
+      }
       const total = done.timings_ms && done.timings_ms.total;
       turn.metaEl.textContent = (done.abstain ? "No matching documentation found · " : "") +
         (done.intent ? "intent: " + done.intent : "") + (total ? " · " + Math.round(total) + " ms" : "");
