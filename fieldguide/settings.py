@@ -80,7 +80,8 @@ class Settings(BaseSettings):
     chat_model: str | None = Field(None, description="Model name (openai) or GGUF path (local).")
     openai_base_url: str | None = None
     openai_api_key: str | None = None
-    max_answer_tokens: int = 384
+    max_answer_tokens: int = Field(
+        200, description="Tokens the chat model may write after the quoted evidence (a few checked sentences).")
     temperature: float = 0.2
     chat_context_window: int = 4096
 
