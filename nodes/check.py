@@ -31,23 +31,14 @@ from dataclasses import dataclass, field
 
 from fieldguide.reranker import terms
 from nodes.citations import cited_numbers, drop_unknown_markers, without_markers
-from nodes.quotable import ABBREVIATION, Unit
+from nodes.quotable import ABBREVIATION, Unit, looks_like_instruction
 
 LEXICAL_SHARE = 0.5
 MAX_NEW_WORDS = 2
 RECITE_MARGIN = 0.15  # a cited block may hold this much less of the sentence than the best block
 REPEAT_OVERLAP = 0.8  # share of a sentence's terms already said by one earlier sentence
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
-_INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|forget)\b.{0,40}\b(?:instructions?|rules?|prompt|above|previous)\b|"
-    r"\byou are now\b|\bsystem prompt\b|\b(?:assistant|ai|model|chatbot)s?,? (?:must|should) (?:say|reply|answer|respond)\b",
-    re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*(?:\s?\[\d{1,3}\])*(?=\s+[^\s\[])|\n(?=\s*\S)")
-
-
-def looks_like_instruction(text: str) -> bool:
-    """Text that addresses the assistant instead of describing the product."""
-    return bool(_INSTRUCTION.search(text or ""))
 
 
 class SentenceStream:

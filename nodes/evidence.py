@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableConfig
 
 from fieldguide.reranker import terms
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
-from nodes.quotable import Unit, context_units
+from nodes.quotable import Unit, context_units, looks_like_instruction
 
 LEXICAL_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
@@ -92,8 +92,9 @@ def score_units(question: str, units: list[Unit], blocks: list[dict], question_v
 
 
 def substantive(unit: Unit) -> bool:
-    """A unit that says something: three words of letters at least (not a bare "3." or a link)."""
-    return len(_WORDS.findall(unit.text)) >= 3
+    """A unit worth quoting: three words of letters at least (not a bare "3." or a link), and not
+    text that addresses the assistant (chunk text is data: an instruction in it is never quoted)."""
+    return len(_WORDS.findall(unit.text)) >= 3 and not looks_like_instruction(unit.text)
 
 
 def section_ranks(blocks: list[dict]) -> list[float]:

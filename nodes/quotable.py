@@ -33,6 +33,16 @@ _DECORATION = re.compile(r"^\s*(?:!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>|<br\s*/?>|</
 # something that can open a sentence.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[A-Z0-9\"'\u201c\u2018(\[*_`<])")
 ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|incl|no|fig|cf|mr|mrs|ms|dr|st)\.)$", re.IGNORECASE)
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget)\b.{0,40}\b(?:instructions?|rules?|prompt|above|previous)\b|"
+    r"\byou are now\b|\bsystem prompt\b|"
+    r"\b(?:assistant|ai|model|chatbot)s?,? (?:must|should) (?:say|reply|answer|respond)\b", re.IGNORECASE)
+
+
+def looks_like_instruction(text: str) -> bool:
+    """Text that addresses the assistant instead of describing the product: data, never quoted as
+    evidence, and no sentence that follows it is kept (see nodes/check.py)."""
+    return bool(_INSTRUCTION.search(text or ""))
 
 
 @dataclass(frozen=True)

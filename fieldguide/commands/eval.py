@@ -1,4 +1,5 @@
-"""`fieldguide eval --docs DIR --questions Q.jsonl [--collection NAME] [--out DIR] [--ablate] [--subset N]`."""
+"""`fieldguide eval --docs DIR --questions Q.jsonl [--collection NAME] [--out DIR] [--ablate] [--subset N]
+[--answers] [--conversations C.jsonl]`."""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run the pipeline with each stage switched off in turn")
     parser.add_argument("--subset", type=int, metavar="N", help="only N questions, taken in turn from each intent")
     parser.add_argument("--no-baselines", action="store_true", help="skip the two naive baselines")
+    parser.add_argument("--answers", action="store_true",
+                        help="also answer every question (the whole pipeline) and print the answer table")
+    parser.add_argument("--conversations", type=Path, metavar="C.jsonl",
+                        help='conversations to answer turn by turn ({"id", "turns": [...]}); implies --answers')
 
 
 def run(args) -> int:
@@ -40,15 +45,27 @@ def run(args) -> int:
         return 2
 
     from fieldguide.errors import FieldguideError
-    from fieldguide.evaluation.report import slice_tables
+    from fieldguide.evaluation.report import answer_table, slice_tables
     from fieldguide.evaluation.runner import auto_collection, evaluate, subset_questions, system_order, write_outputs
     from fieldguide.settings import get_settings
 
+    conversations = []
+    if args.conversations:
+        try:
+            from fieldguide.commands.retrieve import read_questions
+
+            conversations = [c for c in read_questions(args.conversations, conversations=True) if "turns" in c]
+            if not conversations:
+                raise ValueError("no conversation (a line with \"turns\") in the file")
+        except (OSError, ValueError) as exc:
+            print(f"fieldguide eval: {args.conversations}: {exc}", file=sys.stderr)
+            return 2
     questions = subset_questions(questions, args.subset)
     settings = get_settings().model_copy(update={"collection": args.collection or auto_collection(args.docs)})
     log = lambda message: print(message, file=sys.stderr)  # noqa: E731
     try:
-        run_ = evaluate(args.docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines, log=log)
+        run_ = evaluate(args.docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines,
+                        answers=args.answers, conversations=conversations, log=log)
     except FieldguideError as exc:
         print(f"fieldguide eval: {exc}", file=sys.stderr)
         return 1
@@ -57,6 +74,8 @@ def run(args) -> int:
             "subset": args.subset, "ablate": args.ablate}
     paths = write_outputs(run_, args.out, meta)
     print(slice_tables(run_.scores, system_order(run_)))
+    if run_.answer_scores:
+        print("\n" + answer_table(run_.answer_scores))
     seconds = run_.facts["seconds"]
     print(f"\n{len(questions)} questions; seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items())
           + f"; total {sum(seconds.values()):.1f}")

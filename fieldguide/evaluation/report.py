@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fieldguide.evaluation.answer_metrics import ANSWER_METRICS
 from fieldguide.evaluation.metrics import METRICS
 
 SLICE_TITLES = {
@@ -45,6 +46,13 @@ def slice_tables(scores: dict[str, dict[str, dict]], systems: list[str], markdow
         heading = f"{title} ({counted})"
         parts.append((f"#### {heading}\n\n" if markdown else f"== {heading}\n") + format_table(columns, markdown=markdown))
     return "\n\n".join(parts)
+
+
+def answer_table(answer_scores: dict[str, dict], markdown: bool = False) -> str:
+    """The answer metrics, one column per question set (questions, conversation turns, follow-ups)."""
+    heading = "answers (what the reader gets)"
+    table = format_table(answer_scores, rows=("turns",) + ANSWER_METRICS, markdown=markdown)
+    return (f"#### {heading}\n\n" if markdown else f"== {heading}\n") + table
 
 
 def save_chart(scores: dict[str, dict[str, dict]], systems: list[str], path: Path) -> None:
