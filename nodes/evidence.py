@@ -115,8 +115,9 @@ def section_ranks(blocks: list[dict]) -> list[float]:
     if not known:
         return [0.0] * len(blocks)
     top, low = max(known), min(known)
-    spread = (top - low) or 1.0
-    return [max(0.0, (s - low) / spread) if s is not None else 0.0 for s in scores]
+    if top == low:  # every scored section is the best one
+        return [1.0 if s is not None else 0.0 for s in scores]
+    return [max(0.0, (s - low) / (top - low)) if s is not None else 0.0 for s in scores]
 
 
 def cosines(vector, vectors) -> list[float]:
@@ -131,13 +132,14 @@ def cosines(vector, vectors) -> list[float]:
     return (matrix @ query / np.where(norms == 0, 1.0, norms)).tolist()
 
 
-def neighbours(unit: Unit, units_of_block: list[Unit]) -> list[Unit]:
+def neighbours(unit: Unit, units_of_block: list[Unit], continuation: list[Unit] | None = None) -> list[Unit]:
     """The unit with the neighbours that complete it.
 
     Back: while the first unit of the run points back ("This ...", "Clicking on it ..."),
     its predecessor in the same paragraph or list (at most two). Forward: the next unit of
     the same group when it points back; and when the unit announces what follows (it ends
-    with ":"), the list or table right after it, up to `ANNOUNCED_UNITS` units.
+    with ":"), the list or table right after it, up to `ANNOUNCED_UNITS` units, also when
+    it opens the next part of the same section (`continuation`, that part's units).
     """
     run = [unit]
     for _ in range(2):
@@ -149,6 +151,8 @@ def neighbours(unit: Unit, units_of_block: list[Unit]) -> list[Unit]:
             break
         run.insert(0, previous)
     following = units_of_block[unit.position + 1:]
+    if not following and continuation:  # the section goes on in the next block (its next part)
+        following = continuation
     if unit.text.rstrip().endswith(":") and following:
         group = following[0].group
         run.extend([u for u in following if u.group == group][:ANNOUNCED_UNITS])
@@ -157,14 +161,16 @@ def neighbours(unit: Unit, units_of_block: list[Unit]) -> list[Unit]:
     return run
 
 
-def choose(scored: list[ScoredUnit], word_budget: int) -> list[Unit]:
+def choose(scored: list[ScoredUnit], word_budget: int, continues: dict[int, int] | None = None) -> list[Unit]:
     """The units to quote, in document order.
 
     Greedy: the best unit with its neighbours, then the best of the rest, where a question
     term that the chosen units already cover counts less, so that a question in two parts
     gets both parts. Stops at the word budget, at `MAX_PASSAGES` passages, or when the best
-    remaining unit scores under `KEEP_RATIO` of the first.
+    remaining unit scores under `KEEP_RATIO` of the first. `continues` maps a block to the
+    block holding its section's next part.
     """
+    continues = continues or {}
     candidates = [s for s in scored if substantive(s.unit)]
     if not candidates:
         return []
@@ -190,7 +196,9 @@ def choose(scored: list[ScoredUnit], word_budget: int) -> list[Unit]:
             first_best = value
         elif value < KEEP_RATIO * first_best or passages_used >= MAX_PASSAGES:
             break
-        run = [u for u in neighbours(item.unit, by_block[item.unit.block]) if (u.block, u.position) not in chosen]
+        after = by_block.get(continues[item.unit.block]) if item.unit.block in continues else None
+        run = [u for u in neighbours(item.unit, by_block[item.unit.block], after)
+               if (u.block, u.position) not in chosen]
         cost = sum(unit_words(u) for u in run)
         if chosen and used + cost > word_budget:
             continue
@@ -257,7 +265,14 @@ def select_evidence(question: str, blocks: list[dict], word_budget: int, questio
     if not units:
         return []
     vectors = embed_texts([embedding_text(u) for u in units]) if embed_texts is not None else None
-    return choose(score_units(question, units, blocks, question_vector, vectors), word_budget)
+    return choose(score_units(question, units, blocks, question_vector, vectors), word_budget, next_parts(blocks))
+
+
+def next_parts(blocks: list[dict]) -> dict[int, int]:
+    """block index -> index of the block right after it that holds the next part of its section."""
+    return {i: i + 1 for i in range(len(blocks) - 1)
+            if blocks[i].get("group_id") and blocks[i + 1].get("group_id") == blocks[i]["group_id"]
+            and int(blocks[i + 1].get("part_index") or 0) == int(blocks[i].get("part_index") or 0) + 1}
 
 
 def embedding_text(unit: Unit) -> str:

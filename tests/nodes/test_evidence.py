@@ -107,3 +107,14 @@ def test_units_nobody_can_quote_are_never_chosen():
     blocks = [block("3.\n\n[link](x)\n\nThe export button downloads a file.")]
     scored = score_units("export button", context_units(blocks), blocks)
     assert [u.text for u in choose(scored, 50)] == ["The export button downloads a file."]
+
+
+def test_an_announced_list_is_followed_into_the_next_part_of_its_section():
+    first = block("Two transactions are merged into one. The following logic decides which one is kept:",
+                  1, heading=("Merging",), group_id="m", part_index=1, part_count=2)
+    second = block("1. The synced transaction is kept.\n2. Otherwise the earlier one is kept.", 2,
+                   heading=("Merging",), score=None, group_id="m", part_index=2, part_count=2)
+    units = select_evidence("Which transaction is kept when two are merged?", [first, second], 60)
+    texts = [u.text for u in units]
+    assert texts[-2:] == ["1. The synced transaction is kept.", "2. Otherwise the earlier one is kept."]
+    assert evidence_markdown(units).count("[2]") == 1
