@@ -90,8 +90,10 @@ class Settings(BaseSettings):
         None, description="What happens to a generated sentence the context does not support: `off` (kept, not "
         "checked), `flag` (kept, marked) or `drop`. Unset: `drop` for the local GGUF model, `flag` for an "
         "OpenAI-compatible endpoint (docs/BENCHMARKS.md has the figures behind both).")
-    min_support: float = Field(
-        0.6, description="Support (0..1) a generated sentence needs to count as supported by the context.")
+    min_support: float | None = Field(
+        None, description="Support (0..1) a generated sentence needs to count as supported by the context. Unset: "
+        "0.8 for the local GGUF model (a 135M model's fluent sentences reuse the docs' words and are still often "
+        "wrong), 0.6 for an OpenAI-compatible endpoint (a capable model paraphrases).")
     evidence_words: int = Field(
         160, description="Words of verbatim evidence quoted at the top of an answer (at least one unit).")
     condense: str = Field(

@@ -61,7 +61,8 @@ class QueryOptions:
             "parent_intro": settings.parent_intro,
             "dedupe": settings.dedupe,
             "verify": settings.verify or default_verify(settings.chat_provider),
-            "min_support": settings.min_support,
+            "min_support": settings.min_support if settings.min_support is not None
+            else default_min_support(settings.chat_provider),
             "evidence_words": settings.evidence_words,
             "condense": settings.condense,
         }
@@ -93,10 +94,20 @@ VERIFY_MODES = ("off", "flag", "drop")
 CHOICES = {"verify": VERIFY_MODES, "condense": ("auto", "model", "rules", "off")}
 
 
+def _endpoint(chat_provider: str | None) -> bool:
+    return (chat_provider or "local").lower() == "openai"
+
+
 def default_verify(chat_provider: str | None) -> str:
     """The sentence check's default per generator: a small local model's unsupported sentences are
     dropped; a hosted model's are kept and marked (docs/BENCHMARKS.md, "Answers")."""
-    return "flag" if (chat_provider or "local").lower() == "openai" else "drop"
+    return "flag" if _endpoint(chat_provider) else "drop"
+
+
+def default_min_support(chat_provider: str | None) -> float:
+    """Support a sentence needs, per generator: strict for the small local model, whose sentences
+    reuse the docs' words while getting them wrong; looser for an endpoint's model, which paraphrases."""
+    return 0.6 if _endpoint(chat_provider) else 0.8
 
 
 WARM_UP_CANDIDATE = {"chunk_id": "warm-up", "heading_path": ["Warm up"], "text": "warm up",

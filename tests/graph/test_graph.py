@@ -116,3 +116,18 @@ def test_per_request_caps_change_the_result(override, expected):
     state = build_retrieval_graph().invoke({"question": "export invoices monthly rollover members"},
                                            config_for(resources, min_similarity=0.0, rerank_min=-1, **override))
     assert len(state["cap_results"]) == expected
+
+
+def test_the_check_defaults_per_generator_and_an_unknown_verify_mode_is_refused():
+    from fieldguide.errors import InvalidOption
+    from fieldguide.settings import Settings
+    from graph.runtime import QueryOptions
+
+    local = QueryOptions.from_config({}, Settings(chat_provider="local"))
+    endpoint = QueryOptions.from_config({}, Settings(chat_provider="openai"))
+    assert (local.verify, local.min_support) == ("drop", 0.8)
+    assert (endpoint.verify, endpoint.min_support) == ("flag", 0.6)
+    chosen = QueryOptions.from_config({"configurable": {"verify": "OFF", "min_support": "0.5"}}, Settings())
+    assert (chosen.verify, chosen.min_support) == ("off", 0.5)
+    with pytest.raises(InvalidOption, match="verify must be one of off, flag, drop"):
+        QueryOptions.from_config({"configurable": {"verify": "maybe"}}, Settings())
