@@ -89,7 +89,8 @@ def answer_line(line_id: str | None, question: str, state: dict) -> dict[str, An
 
 
 async def answer_batch(full_graph, items: list[dict], resources, overrides: dict | None = None):
-    """Answer lines, one per question or per turn of a conversation (ids "<id>#<k>").
+    """Answer lines, one per question or per turn of a conversation (ids "<id>#<k>"); a turn that
+    fails yields {"id", "error"} instead, and the batch goes on.
 
     `full_graph` must have a checkpointer: every conversation runs in a thread of its own, so
     each turn sees the turns before it; every single question gets a fresh thread."""
@@ -101,11 +102,25 @@ async def answer_batch(full_graph, items: list[dict], resources, overrides: dict
         turns = item["turns"] if "turns" in item else [item]
         for k, turn in enumerate(turns, start=1):
             question = " ".join(str(turn["question"]).split())
+            line_id = f"{item_id}#{k}" if "turns" in item else item_id
             final: dict = {}
-            async for kind, payload in stream_answer(full_graph, question, resources, overrides, thread):
-                if kind == "state":
-                    final = payload
-            yield answer_line(f"{item_id}#{k}" if "turns" in item else item_id, question, final)
+            try:
+                async for kind, payload in stream_answer(full_graph, question, resources, overrides, thread):
+                    if kind == "state":
+                        final = payload
+            except Exception as exc:  # one failed turn (a model timeout, say) must not lose the rest
+                yield {"id": line_id, "error": failure_text(exc)}
+                continue
+            yield answer_line(line_id, question, final)
+
+
+def failure_text(exc: BaseException) -> str:
+    from fieldguide.errors import FieldguideError
+
+    if isinstance(exc, FieldguideError):
+        return str(exc)
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}" + (f": {detail}" if detail else "")
 
 
 class open_resources:

@@ -147,12 +147,21 @@ def run_batch(items: list[dict], settings, overrides: dict) -> int:
     from fieldguide.retrieval import answer_batch, open_resources
     from graph.graph import build_graph
 
-    async def main() -> None:
+    async def main() -> int:
+        failed = 0
         with open_resources(settings) as resources:
             resources.warm_up()  # no question pays for loading a model
             async for line in answer_batch(build_graph(MemorySaver()), items, resources, overrides):
+                if "error" in line:
+                    failed += 1
+                    print(f"fieldguide ask: {line['id']}: {line['error']}", file=sys.stderr)
+                    continue
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
                 sys.stdout.flush()
+        return failed
 
-    asyncio.run(main())
-    return 0
+    failed = asyncio.run(main())
+    if failed:
+        print(f"fieldguide ask: {failed} question(s) could not be answered (no line written for them)",
+              file=sys.stderr)
+    return 1 if failed else 0

@@ -145,7 +145,11 @@ def answer_all(items: list[dict], settings, overrides: dict | None = None) -> li
     async def collect() -> list[dict]:
         with open_resources(settings) as resources:
             resources.warm_up()
-            return [line async for line in answer_batch(build_graph(MemorySaver()), items, resources, overrides)]
+            lines = [line async for line in answer_batch(build_graph(MemorySaver()), items, resources, overrides)]
+        for line in lines:
+            if "error" in line:
+                print(f"fieldguide eval: {line['id']}: {line['error']}", file=sys.stderr)
+        return [line for line in lines if "error" not in line]  # a missing line scores as a miss
 
     return asyncio.run(collect())
 

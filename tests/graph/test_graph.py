@@ -131,3 +131,27 @@ def test_the_check_defaults_per_generator_and_an_unknown_verify_mode_is_refused(
     assert (chosen.verify, chosen.min_support) == ("off", 0.5)
     with pytest.raises(InvalidOption, match="verify must be one of off, flag, drop"):
         QueryOptions.from_config({"configurable": {"verify": "maybe"}}, Settings())
+
+
+def test_a_batch_goes_on_when_one_turn_fails_and_numbers_conversation_turns():
+    from fieldguide.retrieval import answer_batch
+
+    class FailsOnce(GenericFakeChatModel):
+        async def _astream(self, messages, *args, **kwargs):
+            if "invoices" in messages[-1].content.split("Question:")[-1]:
+                raise TimeoutError("no streaming chunk received")
+            async for chunk in super()._astream(messages, *args, **kwargs):
+                yield chunk
+
+    resources = make_resources(RECORDS, chat_model=FailsOnce(messages=iter([AIMessage("Fine."), AIMessage("Ok.")])),
+                               min_similarity=0.1)
+    items = [{"id": "q1", "question": "How do I export invoices on the reports screen?"},
+             {"id": "c1", "turns": [{"question": "What is the monthly rollover?"}, {"question": "And overspending?"}]}]
+
+    async def collect():
+        return [line async for line in answer_batch(build_graph(MemorySaver()), items, resources)]
+
+    lines = asyncio.run(collect())
+    assert [line["id"] for line in lines] == ["q1", "c1#1", "c1#2"]
+    assert lines[0] == {"id": "q1", "error": "TimeoutError: no streaming chunk received"}
+    assert lines[1]["answer"] and lines[2]["standalone_question"].startswith("And overspending? — about: ")
