@@ -11,8 +11,8 @@ quote can be matched word for word against its source.
 * a table row is one unit that carries its table's header row (and separator), so a quote
   of the row can show what its cells mean;
 * a fenced code block is one unit;
-* headings, admonition markers (":::note"), lines holding only images or `<br>` are not
-  units: they label or decorate, they state nothing. A heading becomes the `label` of the
+* headings, admonition markers (":::note"), lines holding only images or HTML tags
+  (`<br>`, `<div class="browser">`) are not units: they label or decorate, they state nothing. A heading becomes the `label` of the
   units under it (the block's own last heading otherwise).
 """
 from __future__ import annotations
@@ -27,8 +27,7 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+")
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _ADMONITION = re.compile(r"^\s*:::")
-_DECORATION = re.compile(r"^\s*(?:!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>|<br\s*/?>|</?p>|<!--.*?-->|\s)+\s*$",
-                         re.IGNORECASE)
+_DECORATION = re.compile(r"^\s*(?:!\[[^\]]*\]\([^)]*\)|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|<!--.*?-->|\s)+\s*$")
 # A sentence ends at . ! or ? (closing quotes or brackets may follow) before a blank and
 # something that can open a sentence.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[A-Z0-9\"'\u201c\u2018(\[*_`<])")

@@ -48,6 +48,11 @@ def test_units_are_sentences_items_rows_and_code_and_skip_headings_and_images():
     assert row.label == "Booking form fields"  # the heading above it, not the block's own
 
 
+def test_lines_of_html_tags_alone_are_decoration_but_inline_tags_stay_in_their_sentence():
+    units = split_units('<div class="browser">\n\n![x](y.png)\n\n</div>\n\nPress <Key k="enter" /> to save.\n<br />')
+    assert [u.text for u in units] == ['Press <Key k="enter" /> to save.']
+
+
 def test_sentences_do_not_split_after_abbreviations():
     assert split_sentences("Pick a file, e.g. Bank.csv from the bank. Then press Import.") == [
         "Pick a file, e.g. Bank.csv from the bank.", "Then press Import."]
