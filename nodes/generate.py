@@ -60,6 +60,7 @@ class AnswerWriter:
         self.writer = writer
         self.parts: list[str] = []
         self.pending_break = ""
+        self._flowing = False
 
     def write(self, text: str) -> None:
         if text:
@@ -67,9 +68,18 @@ class AnswerWriter:
             self.writer({"token": text})
 
     def sentence(self, text: str, following: str) -> None:
+        """A checked sentence, after the break that followed the previous one."""
         separator = self.pending_break if self.parts else ""
         self.write(separator + text)
         self.pending_break = following or " "
+
+    def flow(self, text: str) -> None:
+        """Model text as it comes (verify=off); the break after the evidence goes before its first piece."""
+        if self._flowing:
+            self.write(text)
+        elif text.strip():
+            self._flowing = True
+            self.write((self.pending_break if self.parts else "") + text.lstrip())
 
     @property
     def text(self) -> str:
@@ -113,14 +123,11 @@ async def generate(state: dict, config: RunnableConfig = None, writer: StreamWri
             if not text:
                 continue
             if options.verify == "off":
-                if not out.parts or out.pending_break:
-                    text = (out.pending_break if out.parts else "") + text.lstrip()
-                    out.pending_break = ""
-                out.write(markers.feed(text))
+                out.flow(markers.feed(text))
             judge(stream.feed(text))
         judge(stream.close())
         if options.verify == "off":
-            out.write(markers.close())
+            out.flow(markers.close())
         answer = out.text or NOTHING_TO_QUOTE
     return {
         "answer": answer,
