@@ -30,8 +30,9 @@ def format_table(columns: dict[str, dict], rows=METRICS, markdown: bool = False)
         lines += ["| " + row + " | " + " | ".join(_cell(columns[n].get(row)) for n in names) + " |" for row in rows]
         return "\n".join(lines)
     width = max(9, *(len(n) for n in names)) + 2
-    lines = ["metric".ljust(14) + "".join(n.rjust(width) for n in names)]
-    lines += [row.ljust(14) + "".join(_cell(columns[n].get(row)).rjust(width) for n in names) for row in rows]
+    label = max(14, *(len(row) + 1 for row in rows))
+    lines = ["metric".ljust(label) + "".join(n.rjust(width) for n in names)]
+    lines += [row.ljust(label) + "".join(_cell(columns[n].get(row)).rjust(width) for n in names) for row in rows]
     return "\n".join(lines)
 
 
