@@ -47,3 +47,28 @@ def test_an_abstention_misses_its_facts_and_missing_lines_count_as_misses():
 
 def test_content_words_skip_function_words_markers_and_markdown():
     assert content_words("The **Skipper** field [1] lists who is free.") == ["skipper", "field", "lists", "free"]
+
+
+def test_agrees_with_the_reference_answer_scorer_when_it_is_beside_this_checkout(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    import pytest
+
+    reference_path = Path(__file__).resolve().parents[2].parent / "shared" / "eval" / "answer_score.py"
+    if not reference_path.is_file():
+        pytest.skip("the reference scorer shared/eval/answer_score.py is not beside this checkout")
+    spec = importlib.util.spec_from_file_location("reference_answer_score", reference_path)
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+    lines = [line("q1", "> The Skipper field lists licensed staff who are free on the dates. [1]", first=100),
+             line("q2", "The deposit is refunded by the marina office staff [2].", first=300),
+             line("q3", "No.", abstain=True), line("c1#2", "It lists licensed staff [1].")]
+    questions_file, answers_file = tmp_path / "q.jsonl", tmp_path / "a.jsonl"
+    questions_file.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    answers_file.write_text("".join(json.dumps(a) + "\n" for a in lines))
+    items = reference.expand(reference.load_jsonl(str(questions_file)))
+    expected = reference.score(items, {a["id"]: a for a in reference.load_jsonl(str(answers_file))})
+    expected.pop("answered_lines")
+    assert score_answers(turns_of(QUESTIONS), lines) == expected
