@@ -3,10 +3,10 @@ and the stream cut into sentences as they complete."""
 import pytest
 
 from fakes import FakeEmbeddings
-from nodes.check import SentenceChecker, SentenceStream, looks_like_instruction
+from nodes.check import SentenceChecker, SentenceStream
 from nodes.citations import MarkerFilter, citations_for, drop_unknown_markers
 from nodes.evidence import embedding_text
-from nodes.quotable import context_units
+from nodes.quotable import context_units, looks_like_instruction
 
 BLOCKS = [
     {"chunk_id": "a", "source": "screens/booking-form.md", "heading_path": ["Booking form", "Skipper"],
