@@ -19,7 +19,3 @@ class InvalidQuestion(FieldguideError):
 
 class ModelUnavailable(FieldguideError):
     """A model (embedding, reranker, chat) cannot be loaded or called."""
-
-
-class InvalidOption(FieldguideError):
-    """A per-request option with a value it cannot take."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fieldguide.reranker import terms
+from fieldguide.content_words import terms
 from nodes.citations import cited_numbers, drop_unknown_markers, without_markers
 from nodes.quotable import ABBREVIATION, Unit, looks_like_instruction
 

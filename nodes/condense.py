@@ -28,7 +28,7 @@ import re
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from fieldguide.reranker import STOPWORDS, stem, terms
+from fieldguide.content_words import STOPWORDS, stem, terms
 from graph.runtime import Stopwatch, options_for, resources_for
 from prompts.loader import condense_message, load_prompt
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from langchain_core.runnables import RunnableConfig
 
-from fieldguide.reranker import terms
+from fieldguide.content_words import terms
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
 from nodes.quotable import Unit, context_units, looks_like_instruction
 

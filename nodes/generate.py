@@ -24,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import StreamWriter
 
 from fieldguide.chat import bind_generation_options
-from fieldguide.reranker import terms
+from fieldguide.content_words import terms
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
 from nodes.check import SentenceChecker, SentenceStream
 from nodes.citations import MarkerFilter, cited_numbers, citations_for

@@ -26,7 +26,7 @@ from typing_extensions import NotRequired, TypedDict
 from nodes.citations import cited_numbers, citations_for
 
 DEFAULT_ANSWER = (
-    "Open **Bookings → New booking** and fill in the *Boat* and *Start* fields.\n\n"
+    "Open **Bookings → New booking** and fill in the *Boat* and *Start* fields [1].\n\n"
     "![Booking form](images/booking-form.svg)\n\n"
     "| Field | Required |\n| --- | --- |\n| Boat | yes |\n| Skipper | for motor boats |\n\n"
     "The deposit is taken when you press **Confirm**."

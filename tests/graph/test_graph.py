@@ -31,9 +31,9 @@ def fake_chat(*answers):
 
 
 def test_module_graph_has_every_node_and_a_narrow_input():
-    assert set(graph.get_graph().nodes) >= {"condense", "route", "embed", "search", "threshold", "rerank", "cap",
-                                           "reassemble", "evidence", "prompt", "generate"}
-    assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id"}
+    assert set(graph.get_graph().nodes) >= {"condense", "route", "embed", "search", "threshold", "rerank",
+                                           "weigh_intent", "cap", "reassemble", "evidence", "prompt", "generate"}
+    assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id", "messages"}
 
 
 def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
@@ -47,8 +47,8 @@ def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
     assert state["context"][0]["chunk_id"] == "export-screen"
     assert state["citations"][0]["n"] == 1 and state["citations"][0]["chunk_id"] == "export-screen"
     assert set(state["stages"]) == {"search", "threshold", "rerank", "cap"}
-    assert set(state["timings_ms"]) == {"condense", "route", "embed", "search", "threshold", "rerank", "cap",
-                                        "reassemble", "evidence", "prompt", "generate"}
+    assert set(state["timings_ms"]) == {"condense", "route", "embed", "search", "threshold", "rerank",
+                                        "weigh_intent", "cap", "reassemble", "evidence", "prompt", "generate"}
 
 
 def test_tokens_stream_from_the_generate_node():
@@ -119,9 +119,8 @@ def test_per_request_caps_change_the_result(override, expected):
 
 
 def test_the_check_defaults_per_generator_and_an_unknown_verify_mode_is_refused():
-    from fieldguide.errors import InvalidOption
     from fieldguide.settings import Settings
-    from graph.runtime import QueryOptions
+    from graph.runtime import InvalidOption, QueryOptions
 
     local = QueryOptions.from_config({}, Settings(chat_provider="local"))
     endpoint = QueryOptions.from_config({}, Settings(chat_provider="openai"))
@@ -129,7 +128,7 @@ def test_the_check_defaults_per_generator_and_an_unknown_verify_mode_is_refused(
     assert (endpoint.verify, endpoint.min_support) == ("flag", 0.6)
     chosen = QueryOptions.from_config({"configurable": {"verify": "OFF", "min_support": "0.5"}}, Settings())
     assert (chosen.verify, chosen.min_support) == ("off", 0.5)
-    with pytest.raises(InvalidOption, match="verify must be one of off, flag, drop"):
+    with pytest.raises(InvalidOption, match="option verify: .*'off', 'flag' or 'drop'"):
         QueryOptions.from_config({"configurable": {"verify": "maybe"}}, Settings())
 
 

@@ -90,7 +90,7 @@ def test_condense_off_leaves_the_question_alone():
 
 
 def test_an_unknown_condense_mode_is_a_clear_error():
-    from fieldguide.errors import InvalidOption
+    from graph.runtime import InvalidOption
 
-    with pytest.raises(InvalidOption, match="condense must be one of"):
+    with pytest.raises(InvalidOption, match="option condense: .*'auto', 'model', 'rules' or 'off'"):
         condense(follow_up_state(), config_for(make_resources([]), condense="sometimes"))
