@@ -1,11 +1,14 @@
 """Time to first token of this checkout against another one, measured alternately in one run.
 
     python benchmarks/bench_first_token.py --baseline PATH/TO/OTHER/CHECKOUT \\
-        --questions questions.jsonl --collection NAME [--n 12] [--rounds 2] [--set verify=drop]
+        --questions questions.jsonl --collection NAME [--baseline-collection NAME2] [--n 12] [--rounds 2]
+        [--set verify=drop]
 
 Each checkout answers in a worker process of its own (its own code on `PYTHONPATH`, models
-loaded and warmed up once, the same store and collection). The driver hands every question
-to both workers in turn, alternating which goes first, so both see the same machine load.
+loaded and warmed up once, the same store; the same collection unless the other checkout
+needs an index of its own, `--baseline-collection`, e.g. one built by an older chunker).
+The driver hands every question to both workers in turn, alternating which goes first, so
+both see the same machine load.
 A worker reports, per question, the milliseconds from the start of the run to its first
 token and to its end; the driver prints the medians and their ratio, with the load average.
 Only answered questions count (an abstention streams no model token in every version).
@@ -55,9 +58,9 @@ def worker(collection: str, overrides: dict) -> None:
             print(json.dumps(asyncio.run(one(json.loads(line)["question"]))), flush=True)
 
 
-def start_worker(checkout: Path, args) -> subprocess.Popen:
+def start_worker(checkout: Path, args, collection: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(checkout))
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--collection", args.collection]
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--collection", collection]
     for pair in args.set:
         command += ["--set", pair]
     process = subprocess.Popen(command, cwd=checkout, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -78,6 +81,7 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, help="the other checkout (e.g. a worktree of an older commit)")
     parser.add_argument("--questions", type=Path)
     parser.add_argument("--collection", required=True)
+    parser.add_argument("--baseline-collection", help="the other checkout's collection (default: --collection)")
     parser.add_argument("--n", type=int, default=12, help="questions taken from the top of the file")
     parser.add_argument("--rounds", type=int, default=2, help="times each question is asked of each checkout")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -94,7 +98,9 @@ def main() -> int:
     questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines() if line.strip()]
     questions = [q for q in questions][: args.n]
     baseline_args = argparse.Namespace(**{**vars(args), "set": []})
-    workers = {"this": start_worker(ROOT, args), "baseline": start_worker(args.baseline.resolve(), baseline_args)}
+    workers = {"this": start_worker(ROOT, args, args.collection),
+               "baseline": start_worker(args.baseline.resolve(), baseline_args,
+                                        args.baseline_collection or args.collection)}
     times: dict[str, list[dict]] = {name: [] for name in workers}
     loads = [os.getloadavg()[0]]
     try:
