@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-Resolve = Callable[[str], str]  # a docs file's path -> the URL a reader opens
+Resolve = Callable[[str], str | None]  # a docs file's path -> the URL a reader opens (None: none)
 
 CITATION_FIELDS = ("chunk_id", "source", "heading_path", "line_start", "line_end")
 
@@ -37,10 +37,13 @@ def citations_for(final: dict[str, Any], resolve: Resolve) -> list[dict[str, Any
 
 
 def _resolved(citation: dict[str, Any], resolve: Resolve) -> dict[str, Any]:
+    """A service-relative URL as `resolve` gives the file, line anchor kept; None when nothing
+    serves the file to this client (`resolve` gives None: MCP over stdio)."""
     url = citation.get("url")
     if citation.get("source") and (not url or url.startswith("/")):
         anchor = url.partition("#")[2] if url else ""
-        citation["url"] = resolve(citation["source"]) + (f"#{anchor}" if anchor else "")
+        base = resolve(citation["source"])
+        citation["url"] = base + (f"#{anchor}" if anchor else "") if base else None
     return citation
 
 
