@@ -79,7 +79,7 @@ class LlamaCppChatModel(BaseChatModel):
 
     model_path: str
     n_ctx: int = 4096
-    max_tokens: int = 384
+    max_tokens: int = 200
     temperature: float = 0.2
     model_config = ConfigDict(arbitrary_types_allowed=True)
     _lock: threading.Lock = PrivateAttr()

@@ -5,19 +5,26 @@ import time
 from typing import Any, AsyncIterator
 
 RESULT_STAGES = ("search", "threshold", "rerank", "cap")
+ANSWER_TIMINGS = ("evidence", "prompt", "generate", "first_token")  # not retrieval's: left out of result lines
+CITATION_ONLY_FIELDS = ("line_start", "line_end")  # in the state's blocks for citations, not in result lines
+
+
+def result_blocks(context: list[dict]) -> list[dict]:
+    """Context blocks as the result line shows them."""
+    return [{k: v for k, v in block.items() if k not in CITATION_ONLY_FIELDS} for block in context or []]
 
 
 def result_line(question_id: str | None, state: dict, total_ms: float) -> dict[str, Any]:
     """The retrieval result line of DESIGN.md from a graph state."""
     timings = {name: round(ms, 3) for name, ms in (state.get("timings_ms") or {}).items()
-               if name not in ("prompt", "generate")}
+               if name not in ANSWER_TIMINGS}
     timings["total"] = round(total_ms, 3)
     stages = state.get("stages") or {}
     return {
         "id": question_id,
         "intent": state.get("intent"),
         "abstain": bool(state.get("abstain")),
-        "context": list(state.get("context") or []),
+        "context": result_blocks(state.get("context") or []),
         "stages": {name: list(stages.get(name, [])) for name in RESULT_STAGES},
         "timings_ms": timings,
     }
@@ -39,20 +46,81 @@ def retrieve(retrieval_graph, question: str, resources, overrides: dict | None =
 
 async def stream_answer(full_graph, question: str, resources, overrides: dict | None = None,
                         thread_id: str | None = None) -> AsyncIterator[tuple[str, Any]]:
-    """Yield ("token", text) while the answer streams, then ("state", final state)."""
+    """Yield ("token", text) while the answer streams, then ("state", final state).
+
+    The final state also carries `total_ms` and `first_token_ms` (milliseconds from the start
+    of the run to its first token; to the end when nothing streamed)."""
     config = run_config(resources, overrides, thread_id)
     start = time.perf_counter()
+    first_token_ms = None
     final: dict = {}
     async for mode, payload in full_graph.astream({"question": question}, config,
                                                   stream_mode=["custom", "values"]):
         if mode == "custom":  # the generate node writes {"token": text} for every token
             if isinstance(payload, dict) and isinstance(payload.get("token"), str) and payload["token"]:
+                if first_token_ms is None:
+                    first_token_ms = (time.perf_counter() - start) * 1000.0
                 yield "token", payload["token"]
         else:
             final = payload
     final = dict(final)
     final["total_ms"] = (time.perf_counter() - start) * 1000.0
+    final["first_token_ms"] = first_token_ms if first_token_ms is not None else final["total_ms"]
     yield "state", final
+
+
+def answer_line(line_id: str | None, question: str, state: dict) -> dict[str, Any]:
+    """The answer line of DESIGN.md (`ask --batch`) from a final state of `stream_answer`."""
+    timings = {name: round(ms, 3) for name, ms in (state.get("timings_ms") or {}).items()}
+    timings["first_token"] = round(state.get("first_token_ms") or 0.0, 3)
+    timings["total"] = round(state.get("total_ms") or 0.0, 3)
+    return {
+        "id": line_id,
+        "question": question,
+        "standalone_question": state.get("standalone_question") or question,
+        "intent": state.get("intent"),
+        "abstain": bool(state.get("abstain")),
+        "answer": state.get("answer", ""),
+        "citations": list(state.get("citations") or []),
+        "sentences": list(state.get("sentences") or []),
+        "context": result_blocks(state.get("context") or []),
+        "timings_ms": timings,
+    }
+
+
+async def answer_batch(full_graph, items: list[dict], resources, overrides: dict | None = None):
+    """Answer lines, one per question or per turn of a conversation (ids "<id>#<k>"); a turn that
+    fails yields {"id", "error"} instead, and the batch goes on.
+
+    `full_graph` must have a checkpointer: every conversation runs in a thread of its own, so
+    each turn sees the turns before it; every single question gets a fresh thread."""
+    import uuid
+
+    for number, item in enumerate(items, start=1):
+        item_id = str(item.get("id", f"q-{number:03d}"))
+        thread = f"batch-{uuid.uuid4().hex}"
+        turns = item["turns"] if "turns" in item else [item]
+        for k, turn in enumerate(turns, start=1):
+            question = " ".join(str(turn["question"]).split())
+            line_id = f"{item_id}#{k}" if "turns" in item else item_id
+            final: dict = {}
+            try:
+                async for kind, payload in stream_answer(full_graph, question, resources, overrides, thread):
+                    if kind == "state":
+                        final = payload
+            except Exception as exc:  # one failed turn (a model timeout, say) must not lose the rest
+                yield {"id": line_id, "error": failure_text(exc)}
+                continue
+            yield answer_line(line_id, question, final)
+
+
+def failure_text(exc: BaseException) -> str:
+    from fieldguide.errors import FieldguideError
+
+    if isinstance(exc, FieldguideError):
+        return str(exc)
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}" + (f": {detail}" if detail else "")
 
 
 class open_resources:

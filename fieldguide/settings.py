@@ -104,11 +104,32 @@ class Settings(BaseSettings):
     chat_model: str | None = Field(None, description="Model name (openai) or GGUF path (local).")
     openai_base_url: str | None = None
     openai_api_key: str | None = None
-    max_answer_tokens: int = 384
+    max_answer_tokens: int = Field(
+        200, description="Tokens the chat model may write after the quoted evidence (a few checked sentences).")
     temperature: float = 0.2
     chat_context_window: int = 4096
     chat_timeout_seconds: float = Field(
         60.0, description="An OpenAI-compatible endpoint that sends nothing for this long fails the answer.")
+
+    # --- answers: evidence, sentence check, citations, follow-ups (per-request overridable) --------
+    verify: str | None = Field(
+        None, description="What happens to a generated sentence the context does not support: `off` (kept, not "
+        "checked), `flag` (kept, marked) or `drop`. Unset: `drop` for the local GGUF model, `flag` for an "
+        "OpenAI-compatible endpoint (docs/BENCHMARKS.md has the figures behind both).")
+    min_support: float | None = Field(
+        None, description="Support (0..1) a generated sentence needs to count as supported by the context. Unset: "
+        "0.8 for the local GGUF model (a 135M model's fluent sentences reuse the docs' words and are still often "
+        "wrong), 0.6 for an OpenAI-compatible endpoint (a capable model paraphrases).")
+    evidence_words: int = Field(
+        160, description="Words of verbatim evidence quoted at the top of an answer (at least one unit).")
+    condense: str = Field(
+        "auto", description="How a follow-up becomes a standalone question: `model` (the chat model rewrites it), "
+        "`rules` (deterministic: the previous question's key terms are carried over), `off`, or `auto` "
+        "(`model` with an OpenAI-compatible endpoint, else `rules`).")
+    source_url_template: str | None = Field(
+        None, description="URL of a cited source, with {source}, {line_start} and {line_end}, e.g. "
+        "https://github.com/org/repo/blob/main/docs/{source}#L{line_start}-L{line_end}. "
+        "Unset: the service's /docs-assets/ route with a line anchor.")
 
     # --- service ------------------------------------------------------------------------
     docs_dir: Path | None = Field(None, description="Docs folder served for relative image paths.")

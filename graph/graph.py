@@ -1,10 +1,14 @@
 """The wiring of the query graph, in one place.
 
-    route → embed → search → threshold → rerank → weigh_intent → cap → reassemble → prompt → generate
+    condense → route → embed → search → threshold → rerank → weigh_intent → cap → reassemble
+      → evidence → prompt → generate
 
-`route` runs first because it is instant (rules over the question's wording) and opens the
-turn; `weigh_intent` decides the intent once the question's vector and reranked candidates
-are known. `graph` is compiled without a checkpointer (LangGraph Studio
+`condense` opens the turn: a follow-up becomes a standalone question, which every later
+step reads. `route` comes next because it is instant (rules over the question's wording)
+and steers which chunks `search` favours; `weigh_intent` decides the intent once the
+question's vector and reranked candidates are known. `evidence` picks the verbatim quotes
+as soon as the context is final, so `generate` can stream them before the model's first
+token (and checks the model's sentences as they complete). `graph` is compiled without a checkpointer (LangGraph Studio
 and `langgraph dev` bring their own); the service calls `build_graph(MemorySaver())`
 and keys conversations by `thread_id`. `build_retrieval_graph()` stops after
 `reassemble`: what `fieldguide retrieve` runs (no generation).
@@ -16,7 +20,9 @@ from langgraph.graph import END, START, StateGraph
 from graph.runtime import QueryOptions
 from graph.state import InputState, OutputState, QueryState
 from nodes.cap import cap
+from nodes.condense import condense
 from nodes.embed import embed
+from nodes.evidence import evidence
 from nodes.generate import generate
 from nodes.prompt import prompt
 from nodes.reassemble import reassemble
@@ -26,9 +32,10 @@ from nodes.search import search
 from nodes.threshold import threshold
 from nodes.weigh_intent import weigh_intent
 
-RETRIEVAL_STEPS = [("route", route), ("embed", embed), ("search", search), ("threshold", threshold),
-                   ("rerank", rerank), ("weigh_intent", weigh_intent), ("cap", cap), ("reassemble", reassemble)]
-ANSWER_STEPS = [("prompt", prompt), ("generate", generate)]
+RETRIEVAL_STEPS = [("condense", condense), ("route", route), ("embed", embed), ("search", search),
+                   ("threshold", threshold), ("rerank", rerank), ("weigh_intent", weigh_intent), ("cap", cap),
+                   ("reassemble", reassemble)]
+ANSWER_STEPS = [("evidence", evidence), ("prompt", prompt), ("generate", generate)]
 
 
 def _build(steps, checkpointer=None, name: str = "fieldguide", output_schema=OutputState):

@@ -25,9 +25,9 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fieldguide.errors import FieldguideError
 from fieldguide.settings import Settings, get_settings
@@ -92,6 +92,22 @@ class QueryOptions(BaseModel):
     parent_intro: bool | None = Field(
         None, description="Put a subsection hit's parent intro before it, budget allowing.")
     dedupe: bool | None = Field(None, description="Drop near-copies of a better-ranked chunk before the cap.")
+    verify: Literal["off", "flag", "drop"] | None = Field(
+        None, description="What happens to a generated sentence the context does not support: off (kept, not "
+        "checked), flag (kept, marked) or drop; unset: drop for the local model, flag for an endpoint's.")
+    min_support: float | None = Field(
+        None, ge=0.0, le=1.0, description="Support a generated sentence needs to count as supported; unset: "
+        "0.8 for the local model, 0.6 for an endpoint's.")
+    evidence_words: int | None = Field(
+        None, ge=1, le=2000, description="Words of verbatim evidence quoted at the top of an answer.")
+    condense: Literal["auto", "model", "rules", "off"] | None = Field(
+        None, description="How a follow-up becomes a standalone question: model, rules, off, or auto "
+        "(model with an OpenAI-compatible endpoint, else rules).")
+
+    @field_validator("verify", "condense", mode="before")
+    @classmethod
+    def _choice_in_any_case(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @classmethod
     def validate_overrides(cls, overrides: dict[str, Any], *, strict: bool = False) -> "QueryOptions":
@@ -119,6 +135,14 @@ class QueryOptions(BaseModel):
         """Every unset option filled in from the setting of the same name."""
         unset = {name: getattr(settings, name) for name in type(self).model_fields
                  if getattr(self, name) is None and name in type(settings).model_fields}
+        for name in ("verify", "condense"):  # a setting's value is checked like a request's
+            if isinstance(unset.get(name), str):
+                unset[name] = getattr(type(self).validate_overrides({name: unset[name]}), name)
+        # The sentence check's defaults depend on the generator (settings leave them unset).
+        if unset.get("verify", self.verify) is None:
+            unset["verify"] = default_verify(settings.chat_provider)
+        if unset.get("min_support", self.min_support) is None:
+            unset["min_support"] = default_min_support(settings.chat_provider)
         return self.model_copy(update=unset) if unset else self
 
 
@@ -190,6 +214,25 @@ def check_public_limits(options: QueryOptions, settings: Settings) -> None:
         raise errors[0]
 
 
+VERIFY_MODES = ("off", "flag", "drop")
+
+
+def _endpoint(chat_provider: str | None) -> bool:
+    return (chat_provider or "local").lower() == "openai"
+
+
+def default_verify(chat_provider: str | None) -> str:
+    """The sentence check's default per generator: a small local model's unsupported sentences are
+    dropped; a hosted model's are kept and marked (docs/BENCHMARKS.md, "Answers")."""
+    return "flag" if _endpoint(chat_provider) else "drop"
+
+
+def default_min_support(chat_provider: str | None) -> float:
+    """Support a sentence needs, per generator: strict for the small local model, whose sentences
+    reuse the docs' words while getting them wrong; looser for an endpoint's model, which paraphrases."""
+    return 0.6 if _endpoint(chat_provider) else 0.8
+
+
 WARM_UP_CANDIDATE = {"chunk_id": "warm-up", "heading_path": ["Warm up"], "text": "warm up",
                      "similarity": 0.0, "content_kind": "prose"}
 
@@ -206,6 +249,7 @@ class Resources:
         self._reranker = reranker
         self._chat_model = chat_model
         self._manifest_checked = False
+        self._text_vectors = None
         self._term_stats = None
         self._calibration = None
         self._intent_prototypes = None
@@ -242,6 +286,14 @@ class Resources:
 
     def skip_manifest_check(self) -> None:
         self._manifest_checked = True
+
+    @property
+    def text_vectors(self) -> "TextVectors":
+        """Embeddings of context sentences, cached: the evidence step and the sentence check share them."""
+        with self._lock:
+            if self._text_vectors is None:
+                self._text_vectors = TextVectors(self.embeddings)
+            return self._text_vectors
 
     @property
     def reranker(self):
@@ -326,6 +378,50 @@ class Resources:
                 self._store = None
 
 
+class TextVectors:
+    """Embeddings of short texts (sentences, list items, table rows), the most recent kept.
+
+    Popular sections come back question after question; their sentences are embedded once.
+    Vectors are kept as float32 arrays: `max_texts` of them take about 1.5 kB each at 384 dimensions.
+    """
+
+    def __init__(self, embeddings, max_texts: int = 8192):
+        from collections import OrderedDict
+
+        self.embeddings = embeddings
+        self.max_texts = max_texts
+        self._vectors: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> list:
+        import numpy as np
+
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            fresh = self.embeddings.embed_documents(missing)
+            with self._lock:
+                for text, vector in zip(missing, fresh):
+                    self._vectors[text] = np.asarray(vector, dtype=np.float32)
+        with self._lock:
+            found = []
+            for text in texts:
+                vector = self._vectors.get(text)
+                if vector is None:  # evicted by another thread meanwhile
+                    vector = np.asarray(self.embeddings.embed_documents([text])[0], dtype=np.float32)
+                self._vectors[text] = vector
+                self._vectors.move_to_end(text)
+                found.append(vector)
+            while len(self._vectors) > self.max_texts:
+                self._vectors.popitem(last=False)
+            return found
+
+    def embed_one(self, text: str):
+        import numpy as np
+
+        return np.asarray(self.embeddings.embed_query(text), dtype=np.float32)
+
+
 _default_resources: Resources | None = None
 _default_lock = threading.Lock()
 
@@ -357,8 +453,14 @@ class Stopwatch:
         self.ms = round((time.perf_counter() - self._start) * 1000.0, 3)
 
 
+def question_of(state: dict) -> str:
+    """The question retrieval and the answer steps work on: the standalone one when a follow-up
+    was condensed (see nodes/condense.py), else the question as asked."""
+    return state.get("standalone_question") or state["question"]
+
+
 def with_timing(state: dict, node: str, ms: float) -> dict[str, float]:
-    """This turn's timings plus one node's (a fresh dict: the route node starts the turn)."""
+    """This turn's timings plus one node's (a fresh dict: the condense node starts the turn)."""
     timings = dict(state.get("timings_ms") or {})
     timings[node] = ms
     return timings

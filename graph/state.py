@@ -33,6 +33,32 @@ class ContextBlock(TypedDict):
     rerank_score: float | None
     images: list[str]
     context_role: NotRequired[str]  # "parent_intro": a hit subsection's parent intro, placed before it
+    line_start: NotRequired[int]  # the source lines the block covers (for citations; not in result lines)
+    line_end: NotRequired[int]
+
+
+class Citation(TypedDict):
+    """What an answer's marker [n] points at: context block n."""
+
+    n: int
+    chunk_id: str
+    source: str
+    heading_path: list[str]
+    line_start: int | None
+    line_end: int | None
+    url: str
+
+
+class CheckedSentence(TypedDict):
+    """One sentence of the answer and how well the context supports it."""
+
+    text: str
+    citations: list[int]
+    support: float
+    kept: bool
+    origin: str  # "evidence" (quoted verbatim) or "generated"
+    flagged: NotRequired[bool]  # kept although unsupported (verify=flag)
+    reason: NotRequired[str]  # why it was dropped or flagged
 
 
 class SectionGap(TypedDict):
@@ -53,9 +79,12 @@ class InputState(TypedDict):
 
 class OutputState(TypedDict):
     question: str
+    standalone_question: str
     intent: str
     abstain: bool
     answer: str
+    citations: list[Citation]
+    sentences: list[CheckedSentence]
     context: list[ContextBlock]
     nearest: list[Candidate]
     stages: dict[str, list[str]]
@@ -68,6 +97,9 @@ class QueryState(TypedDict):
     conversation_id: NotRequired[str | None]
     # --- the conversation so far (kept across turns by the checkpointer) -----------
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+    # --- condense: the question made standalone from the conversation (what retrieval reads) ---
+    standalone_question: NotRequired[str]
+    condensed_by: NotRequired[str]  # "none" (already standalone) | "rules" | "model"
     # --- route --------------------------------------------------------------------
     intent: NotRequired[str]  # "screen" | "conceptual" | "ambiguous" (route's reading, then weigh_intent's)
     intent_confidence: NotRequired[float]
@@ -82,12 +114,17 @@ class QueryState(TypedDict):
     # --- reassemble -------------------------------------------------------------------
     context: NotRequired[list[ContextBlock]]
     gaps: NotRequired[list[SectionGap]]
+    # --- evidence: the units quoted verbatim at the top of the answer ---------------------
+    evidence: NotRequired[list[dict[str, Any]]]
+    evidence_markdown: NotRequired[str]
     # --- prompt / generate ---------------------------------------------------------------
     prompt_messages: NotRequired[list[AnyMessage]]
     abstain: NotRequired[bool]
     abstain_reason: NotRequired[str]  # why cap abstained ("" when it did not)
     nearest: NotRequired[list[Candidate]]  # closest sections, named when abstaining
     answer: NotRequired[str]
+    citations: NotRequired[list[Citation]]
+    sentences: NotRequired[list[CheckedSentence]]
     # --- bookkeeping: chunk ids per stage and milliseconds per node (this turn only) ---
     stages: NotRequired[dict[str, list[str]]]
     timings_ms: NotRequired[dict[str, float]]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, resources_for, with_timing
+from graph.runtime import Stopwatch, question_of, resources_for, with_timing
 
 
 def embed(state: dict, config: RunnableConfig = None) -> dict:
@@ -15,5 +15,5 @@ def embed(state: dict, config: RunnableConfig = None) -> dict:
     resources.check_manifest()
     embeddings = resources.embeddings
     with Stopwatch() as sw:
-        vector = embeddings.embed_query(state["question"])
+        vector = embeddings.embed_query(question_of(state))
     return {"query_vector": [float(x) for x in vector], "timings_ms": with_timing(state, "embed", sw.ms)}

@@ -1,11 +1,21 @@
-"""generate: the answer, streamed token by token from the chat model.
+"""generate: the answer, streamed: the quoted evidence first, then the model's checked sentences.
 
-The model is called through LangChain's `astream`, so every token reaches LangGraph's
-`messages` stream (and `astream_events`, LangServe and LangGraph Studio). Each token is also
-written to the `custom` stream as `{"token": text}`: the service and `fieldguide ask` read
-that one, which spares every turn the per-token message callbacks. When nothing survived
-the filters the model is not called: the answer says plainly that the documentation does
-not cover the question and names the nearest sections.
+1. The evidence (`nodes.evidence`, chosen as soon as retrieval ended) is written to the
+   stream at once: verbatim quotes with their citation markers. The reader has the facts
+   before the model has read its prompt.
+2. The model streams through LangChain's `astream`, so every token reaches LangGraph's
+   `messages` stream (and `astream_events`, LangServe and LangGraph Studio). Its text is cut
+   into sentences as they complete and each is checked against the context
+   (`nodes.check`); what reaches the reader depends on `verify`: `drop` writes supported
+   sentences only, `flag` writes every sentence and marks unsupported ones with "⚠", `off`
+   writes tokens as they come (markers that name no block are still removed).
+3. The final state carries the answer, its `citations` (every marker resolved to a block's
+   source, heading path, lines and URL) and its `sentences` with their support.
+
+The reader's text is written to the `custom` stream as `{"token": text}`: the service and
+`fieldguide ask` read that one. When nothing survived the filters the model is not called:
+the answer says plainly that the documentation does not cover the question and names the
+nearest sections.
 """
 from __future__ import annotations
 
@@ -14,7 +24,15 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import StreamWriter
 
 from fieldguide.chat import bind_generation_options
+from fieldguide.content_words import terms
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from nodes.check import SentenceChecker, SentenceStream
+from nodes.citations import MarkerFilter, cited_numbers, citations_for
+from nodes.evidence import embedding_text
+from nodes.quotable import context_units
+
+FLAG = "⚠"
+NOTHING_TO_QUOTE = "The sections found for this question do not state an answer plainly; see the sources."
 
 
 def abstain_message(nearest: list[dict]) -> str:
@@ -29,23 +47,92 @@ def _nowhere(_chunk) -> None:
     """The stream writer of a call outside a graph run."""
 
 
+def evidence_sentences(evidence: list[dict]) -> list[dict]:
+    """The quoted units, as sentences of the answer: verbatim, so fully supported by their block."""
+    return [{"text": unit["text"], "citations": [unit["n"]], "support": 1.0, "kept": True, "origin": "evidence"}
+            for unit in evidence]
+
+
+class AnswerWriter:
+    """Assembles the reader's text and writes each new piece to the stream."""
+
+    def __init__(self, writer):
+        self.writer = writer
+        self.parts: list[str] = []
+        self.pending_break = ""
+        self._flowing = False
+
+    def write(self, text: str) -> None:
+        if text:
+            self.parts.append(text)
+            self.writer({"token": text})
+
+    def sentence(self, text: str, following: str) -> None:
+        """A checked sentence, after the break that followed the previous one."""
+        separator = self.pending_break if self.parts else ""
+        self.write(separator + text)
+        self.pending_break = following or " "
+
+    def flow(self, text: str) -> None:
+        """Model text as it comes (verify=off); the break after the evidence goes before its first piece."""
+        if self._flowing:
+            self.write(text)
+        elif text.strip():
+            self._flowing = True
+            self.write((self.pending_break if self.parts else "") + text.lstrip())
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts).strip()
+
+
 async def generate(state: dict, config: RunnableConfig = None, writer: StreamWriter = _nowhere) -> dict:
-    with Stopwatch() as sw:
-        if state.get("abstain") or not state.get("prompt_messages"):
+    if state.get("abstain") or not state.get("prompt_messages"):
+        with Stopwatch() as sw:
             answer = abstain_message(state.get("nearest") or [])
-        else:
-            options = options_for(config)
-            model = resources_for(config).chat_model
-            bound = bind_generation_options(model, options.max_answer_tokens, options.temperature)
-            parts = []
-            async for chunk in bound.astream(state["prompt_messages"], config):
-                text = chunk.content if isinstance(chunk.content, str) else str(chunk.content)
-                parts.append(text)
-                if text:
-                    writer({"token": text})
-            answer = "".join(parts).strip()
+        return {"answer": answer, "citations": [], "sentences": [], "messages": [AIMessage(content=answer)],
+                "timings_ms": with_timing(state, "generate", sw.ms)}
+    with Stopwatch() as sw:
+        blocks = state.get("context") or []
+        options = options_for(config)
+        resources = resources_for(config)
+        out = AnswerWriter(writer)
+        evidence = state.get("evidence") or []
+        if state.get("evidence_markdown"):
+            out.write(state["evidence_markdown"])
+            out.pending_break = "\n\n"
+        units = context_units(blocks)
+        vectors = resources.text_vectors.embed([embedding_text(u) for u in units]) if units else []
+        checker = SentenceChecker(blocks, units, vectors, state.get("standalone_question") or state["question"],
+                                  resources.text_vectors.embed_one, options.verify, options.min_support)
+        for unit in evidence:  # the quoted units count as said: a sentence repeating them adds nothing
+            checker.said.append(terms(unit["text"]))
+        sentences = evidence_sentences(evidence)
+        stream, markers = SentenceStream(), MarkerFilter(len(blocks))
+        model = bind_generation_options(resources.chat_model, options.max_answer_tokens, options.temperature)
+
+        def judge(pieces) -> None:
+            for text, following in pieces:
+                verdict = checker.check(text)
+                sentences.append(verdict.record())
+                if options.verify != "off" and verdict.kept and verdict.text:
+                    out.sentence(f"{FLAG} {verdict.text}" if verdict.flagged else verdict.text, following)
+
+        async for chunk in model.astream(state["prompt_messages"], config):
+            text = chunk.content if isinstance(chunk.content, str) else str(chunk.content)
+            if not text:
+                continue
+            if options.verify == "off":
+                out.flow(markers.feed(text))
+            judge(stream.feed(text))
+        judge(stream.close())
+        if options.verify == "off":
+            out.flow(markers.close())
+        answer = out.text or NOTHING_TO_QUOTE
     return {
         "answer": answer,
+        "citations": citations_for(cited_numbers(answer), blocks, resources.settings.source_url_template),
+        "sentences": sentences,
         "messages": [AIMessage(content=answer)],
         "timings_ms": with_timing(state, "generate", sw.ms),
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, with_timing
+from graph.runtime import Stopwatch, question_of, with_timing
 from prompts.loader import system_prompt, user_message
 
 HISTORY_MESSAGES = 4  # two earlier question/answer pairs
@@ -31,7 +31,7 @@ def prompt(state: dict, config: RunnableConfig = None) -> dict:
             messages = [
                 SystemMessage(content=system_prompt(state.get("intent", "conceptual"))),
                 *earlier_turns(state.get("messages") or [], state["question"]),
-                HumanMessage(content=user_message(state["question"], state.get("context") or [],
+                HumanMessage(content=user_message(question_of(state), state.get("context") or [],
                                                   state.get("gaps") or [])),
             ]
     return {"prompt_messages": messages, "timings_ms": with_timing(state, "prompt", sw.ms)}

@@ -26,7 +26,8 @@ from langchain_core.runnables import RunnableConfig
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
 
 BLOCK_FIELDS = ("chunk_id", "group_id", "part_index", "part_count", "source", "heading_path",
-                "chunk_type", "content_kind", "text", "similarity", "rerank_score", "images")
+                "chunk_type", "content_kind", "text", "similarity", "rerank_score", "images",
+                "line_start", "line_end")  # the lines: for citations (result lines leave them out)
 
 
 def token_cost(chunk: dict) -> int:

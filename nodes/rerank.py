@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
+from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_stage, with_timing
 
 
 def rerank(state: dict, config: RunnableConfig = None) -> dict:
@@ -20,7 +20,7 @@ def rerank(state: dict, config: RunnableConfig = None) -> dict:
     with Stopwatch() as sw:
         if candidates and options.use_reranker:
             resources = resources_for(config)
-            scores = resources.reranker.score(state["question"], candidates, intent=state.get("intent"),
+            scores = resources.reranker.score(question_of(state), candidates, intent=state.get("intent"),
                                               term_stats=resources.term_stats)
         else:
             scores = [c["similarity"] for c in candidates]

@@ -25,7 +25,7 @@ import re
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for
+from graph.runtime import Stopwatch, options_for, question_of, with_timing
 
 UI_NOUNS = (
     r"button|buttons|field|fields|tab|tabs|menu|menus|screen|screens|page|pages|dialog|modal|window|"
@@ -122,19 +122,15 @@ def route(state: dict, config: RunnableConfig = None) -> dict:
     routing = options_for(config).use_routing
     with Stopwatch() as sw:
         if routing:
-            margin, reasons = wording_margin(state["question"])
+            margin, reasons = wording_margin(question_of(state))
             intent, confidence, reason = decide(margin, reasons)
         else:  # switched off (ablation): every question alike, conceptual prompt, no screen steering
             margin, (intent, confidence, reason) = 0.0, ("conceptual", 0.5, "routing off")
-    # The route node opens the turn: timings and stages start fresh here.
     return {
         "intent": intent,
         "intent_confidence": confidence,
         "intent_reason": reason,
         "intent_wording": margin,
         "messages": [HumanMessage(content=state["question"])],
-        "timings_ms": {"route": sw.ms},
-        "stages": {},
-        "abstain": False,
-        "answer": "",
+        "timings_ms": with_timing(state, "route", sw.ms),
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
+from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_stage, with_timing
 
 SCREEN_INTENTS = ("screen", "ambiguous")
 
@@ -37,7 +37,7 @@ def search(state: dict, config: RunnableConfig = None) -> dict:
             if options.hybrid_alpha is None:
                 return store.near_vector(vector, k, content_kind=content_kind)
             # Hybrid ranks by fused BM25+vector score; "similarity" stays the real cosine.
-            return store.hybrid(state["question"], vector, k, alpha=options.hybrid_alpha, content_kind=content_kind)
+            return store.hybrid(question_of(state), vector, k, alpha=options.hybrid_alpha, content_kind=content_kind)
 
         found = [nearest(options.search_k)]
         if state.get("intent") in SCREEN_INTENTS and options.screen_k > 0:

@@ -28,7 +28,7 @@ import math
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_timing
 from nodes.intent_examples import CONCEPTUAL_EXAMPLES, SCREEN_EXAMPLES
 
 WORDING_WEIGHT = 0.46
@@ -96,7 +96,7 @@ def weigh_intent(state: dict, config: RunnableConfig = None) -> dict:
     resources = resources_for(config)
     with Stopwatch() as sw:
         wording = float(state.get("intent_wording") or 0.0)
-        cost = tokens_per_word(state["question"], resources.token_counter)
+        cost = tokens_per_word(question_of(state), resources.token_counter)
         if cost <= FLUENT_TOKENS_PER_WORD:
             examples = example_evidence(state["query_vector"], resources.intent_prototypes)
             examples_note = f"cosine difference {examples:+.3f}"

@@ -86,3 +86,9 @@ def _skipped_parts(previous: dict | None, block: dict) -> list[int]:
 
 def user_message(question: str, blocks: list[dict], gaps: list[dict] | None = None) -> str:
     return f"{format_context(blocks, gaps)}\n\nQuestion: {question.strip()}"
+
+
+def condense_message(earlier: list[str], question: str) -> str:
+    """What the condensing model reads: the earlier questions, then the follow-up."""
+    lines = ["Earlier questions:"] + [f"- {' '.join(q.split())}" for q in earlier]
+    return "\n".join(lines) + f"\n\nFollow-up question: {' '.join(question.split())}\n\nStandalone question:"

@@ -1,23 +1,37 @@
-"""`fieldguide ask "QUESTION" [--json]`: stream a grounded answer, then its sources."""
+"""`fieldguide ask "QUESTION" [--json]`: stream a cited, checked answer, then its sources.
+
+`fieldguide ask --batch FILE.jsonl` answers a file of questions, or of conversations
+(`{"id", "turns": [{"question"}, ...]}`, asked in order in one conversation), and prints one
+answer line per question or per turn (DESIGN.md, "Answer line").
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
-HELP = "Ask one question: the answer streams to the terminal, then the sources (--json: the final state)."
+HELP = ("Ask one question: the cited answer streams to the terminal, then its sources (--json: the final "
+        "state); --batch FILE.jsonl prints one answer line per question or conversation turn.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("question", help="the question, in quotes")
+    parser.add_argument("question", nargs="?", help="the question, in quotes")
+    parser.add_argument("--batch", type=Path, metavar="FILE.jsonl",
+                        help='JSON Lines of {"id", "question"} or {"id", "turns": [{"question"}, ...]}')
     parser.add_argument("--json", action="store_true", help="print the final state as JSON instead of streaming")
     parser.add_argument("--collection", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="per-request option, e.g. --set max_chunks=3 (repeatable)")
+                        help="per-request option, e.g. --set verify=flag or --set max_chunks=3 (repeatable)")
 
 
-def format_sources(context: list[dict]) -> list[str]:
+def format_sources(context: list[dict], citations: list[dict] | None = None) -> list[str]:
+    """The sources list: cited blocks with their number and link, then the other sections read."""
     lines, seen = [], set()
+    for citation in citations or []:
+        section = " > ".join(citation["heading_path"]) or "(intro)"
+        lines.append(f"  [{citation['n']}] {citation['source']}: {section} ({citation['url']})")
+        seen.add((citation["source"], tuple(citation["heading_path"])))
     for block in context:
         key = (block["source"], tuple(block["heading_path"]))
         if key in seen:
@@ -28,27 +42,49 @@ def format_sources(context: list[dict]) -> list[str]:
     return lines
 
 
+def _fail(message: str, status: int = 2) -> int:
+    print(f"fieldguide ask: {message}", file=sys.stderr)
+    return status
+
+
+def _checked_questions(items: list[dict], limit: int) -> str | None:
+    """Why a batch cannot run (a question over the length limit), or None."""
+    for number, item in enumerate(items, start=1):
+        for turn in item.get("turns") or [item]:
+            if len(" ".join(str(turn["question"]).split())) > limit:
+                return f"question {number} ({item.get('id', '?')}) is longer than {limit} characters"
+    return None
+
+
 def run(args) -> int:
-    question = " ".join(args.question.split())
-    from fieldguide.commands.retrieve import parse_overrides
+    from fieldguide.commands.retrieve import parse_overrides, read_questions
     from fieldguide.errors import FieldguideError
     from fieldguide.settings import get_settings
 
     settings = get_settings()
-    if not question:
-        print("fieldguide ask: the question is empty", file=sys.stderr)
-        return 2
-    if len(question) > settings.max_question_chars:
-        print(f"fieldguide ask: the question is longer than {settings.max_question_chars} characters",
-              file=sys.stderr)
-        return 2
+    if (args.question is None) == (args.batch is None):
+        return _fail("give either a question or --batch FILE.jsonl")
     try:
         overrides = parse_overrides(args.set)
-    except ValueError as exc:
-        print(f"fieldguide ask: {exc}", file=sys.stderr)
-        return 2
+        items = read_questions(args.batch, conversations=True) if args.batch else None
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
     if args.collection:
         settings = settings.model_copy(update={"collection": args.collection})
+    if items is not None:
+        problem = _checked_questions(items, settings.max_question_chars)
+        if problem:
+            return _fail(problem)
+        try:
+            return run_batch(items, settings, overrides)
+        except FieldguideError as exc:
+            return _fail(str(exc), 1)
+
+    question = " ".join(args.question.split())
+    if not question:
+        return _fail("the question is empty")
+    if len(question) > settings.max_question_chars:
+        return _fail(f"the question is longer than {settings.max_question_chars} characters")
 
     import asyncio
 
@@ -71,7 +107,9 @@ def run(args) -> int:
             if not streamed:
                 sys.stdout.write(final.get("answer", ""))
             sys.stdout.write("\n")
-            sources = format_sources(final.get("context") or [])
+            if any(s.get("flagged") for s in final.get("sentences") or []):
+                sys.stdout.write("\n⚠ marks a sentence the documentation does not support.\n")
+            sources = format_sources(final.get("context") or [], final.get("citations"))
             if sources:
                 sys.stdout.write("\nSources:\n" + "\n".join(sources) + "\n")
         return final
@@ -79,19 +117,51 @@ def run(args) -> int:
     try:
         final = asyncio.run(main())
     except FieldguideError as exc:
-        print(f"fieldguide ask: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc), 1)
     if args.json:
         line = result_line(None, final, final.get("total_ms", 0.0))
         timings = dict(final.get("timings_ms") or {})
+        timings["first_token"] = round(final.get("first_token_ms", 0.0), 3)
         timings["total"] = round(final.get("total_ms", 0.0), 3)
         state = {
             "question": question,
+            "standalone_question": final.get("standalone_question") or question,
             **{k: v for k, v in line.items() if k != "id"},
             "intent_confidence": final.get("intent_confidence"),
             "answer": final.get("answer", ""),
+            "citations": final.get("citations") or [],
+            "sentences": final.get("sentences") or [],
             "nearest": final.get("nearest") or [],
             "timings_ms": timings,
         }
         print(json.dumps(state, ensure_ascii=False, indent=2))
     return 0
+
+
+def run_batch(items: list[dict], settings, overrides: dict) -> int:
+    """One answer line per question or turn, written as each is answered."""
+    import asyncio
+
+    from langgraph.checkpoint.memory import MemorySaver
+
+    from fieldguide.retrieval import answer_batch, open_resources
+    from graph.graph import build_graph
+
+    async def main() -> int:
+        failed = 0
+        with open_resources(settings) as resources:
+            resources.warm_up()  # no question pays for loading a model
+            async for line in answer_batch(build_graph(MemorySaver()), items, resources, overrides):
+                if "error" in line:
+                    failed += 1
+                    print(f"fieldguide ask: {line['id']}: {line['error']}", file=sys.stderr)
+                    continue
+                sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+        return failed
+
+    failed = asyncio.run(main())
+    if failed:
+        print(f"fieldguide ask: {failed} question(s) could not be answered (no line written for them)",
+              file=sys.stderr)
+    return 1 if failed else 0

@@ -1,5 +1,5 @@
 """`fieldguide eval --docs DIR --questions Q.jsonl [--docs DIR2 --questions Q2.jsonl ...] [--collection NAME ...]
-[--out DIR] [--ablate] [--subset N]`."""
+[--out DIR] [--ablate] [--subset N] [--answers] [--conversations C.jsonl ...]`."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run the pipeline with each stage switched off in turn")
     parser.add_argument("--subset", type=int, metavar="N", help="only N questions, taken in turn from each intent")
     parser.add_argument("--no-baselines", action="store_true", help="skip the two naive baselines")
+    parser.add_argument("--answers", action="store_true",
+                        help="also answer every question (the whole pipeline) and print the answer table")
+    parser.add_argument("--conversations", type=Path, metavar="C.jsonl", action="append",
+                        help='conversations to answer turn by turn ({"id", "turns": [...]}), one per --docs '
+                             '(with several corpora, in their order); implies --answers')
 
 
 def read_question_set(path: Path) -> list[dict]:
@@ -59,9 +64,26 @@ def run(args) -> int:
         except (OSError, ValueError) as exc:
             print(f"fieldguide eval: {questions_path}: {exc}", file=sys.stderr)
             return 2
+    conversation_files = args.conversations or []
+    if conversation_files and len(conversation_files) != len(args.docs):
+        print(f"fieldguide eval: {len(conversation_files)} --conversations for {len(args.docs)} --docs: give one "
+              "per docs folder, or none", file=sys.stderr)
+        return 2
+    conversation_sets = []
+    for path in conversation_files:
+        try:
+            from fieldguide.commands.retrieve import read_questions
+
+            conversations = [c for c in read_questions(path, conversations=True) if "turns" in c]
+            if not conversations:
+                raise ValueError("no conversation (a line with \"turns\") in the file")
+        except (OSError, ValueError) as exc:
+            print(f"fieldguide eval: {path}: {exc}", file=sys.stderr)
+            return 2
+        conversation_sets.append(conversations)
 
     from fieldguide.errors import FieldguideError
-    from fieldguide.evaluation.report import mean_table, slice_tables
+    from fieldguide.evaluation.report import answer_table, mean_table, slice_tables
     from fieldguide.evaluation.runner import (auto_collection, corpus_label, evaluate, subset_questions,
                                               system_order, write_outputs)
     from fieldguide.settings import get_settings
@@ -75,7 +97,9 @@ def run(args) -> int:
         collection = args.collection[index] if args.collection else auto_collection(docs)
         settings = get_settings().model_copy(update={"collection": collection})
         try:
-            run_ = evaluate(docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines, log=log)
+            run_ = evaluate(docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines,
+                            answers=args.answers or bool(conversation_sets),
+                            conversations=conversation_sets[index] if conversation_sets else [], log=log)
         except FieldguideError as exc:
             print(f"fieldguide eval: {exc}", file=sys.stderr)
             return 1
@@ -88,6 +112,8 @@ def run(args) -> int:
         if several:
             print(f"\n######## {labels[index]} ({docs})\n")
         print(slice_tables(run_.scores, system_order(run_)))
+        if run_.answer_scores:
+            print("\n" + answer_table(run_.answer_scores))
         seconds = run_.facts["seconds"]
         print(f"\n{len(questions)} questions; seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items())
               + f"; total {sum(seconds.values()):.1f}")

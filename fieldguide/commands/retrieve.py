@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="per-request option, e.g. --set max_chunks=3 (repeatable)")
 
 
-def read_questions(path: Path) -> list[dict]:
+def read_questions(path: Path, conversations: bool = False) -> list[dict]:
+    """JSON Lines of {"id", "question"}; with `conversations`, also {"id", "turns": [{"question"}, ...]}."""
     questions = []
     with path.open(encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
@@ -27,8 +28,15 @@ def read_questions(path: Path) -> list[dict]:
                 item = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
-            if not isinstance(item, dict) or not str(item.get("question", "")).strip():
-                raise ValueError(f"{path}:{number}: expected an object with a non-empty \"question\"")
+            if conversations and isinstance(item, dict) and "turns" in item:
+                turns = item["turns"]
+                if not isinstance(turns, list) or not turns or not all(
+                        isinstance(t, dict) and str(t.get("question", "")).strip() for t in turns):
+                    raise ValueError(f"{path}:{number}: \"turns\" must be a non-empty list of objects "
+                                     "with a non-empty \"question\"")
+            elif not isinstance(item, dict) or not str(item.get("question", "")).strip():
+                raise ValueError(f"{path}:{number}: expected an object with a non-empty \"question\""
+                                 + (" or \"turns\"" if conversations else ""))
             questions.append(item)
     return questions
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fieldguide.evaluation.answer_metrics import ANSWER_METRICS
 from fieldguide.evaluation.metrics import METRICS
 
 SLICE_TITLES = {
@@ -29,8 +30,9 @@ def format_table(columns: dict[str, dict], rows=METRICS, markdown: bool = False)
         lines += ["| " + row + " | " + " | ".join(_cell(columns[n].get(row)) for n in names) + " |" for row in rows]
         return "\n".join(lines)
     width = max(9, *(len(n) for n in names)) + 2
-    lines = ["metric".ljust(14) + "".join(n.rjust(width) for n in names)]
-    lines += [row.ljust(14) + "".join(_cell(columns[n].get(row)).rjust(width) for n in names) for row in rows]
+    label = max(14, *(len(row) + 1 for row in rows))
+    lines = ["metric".ljust(label) + "".join(n.rjust(width) for n in names)]
+    lines += [row.ljust(label) + "".join(_cell(columns[n].get(row)).rjust(width) for n in names) for row in rows]
     return "\n".join(lines)
 
 
@@ -45,6 +47,13 @@ def slice_tables(scores: dict[str, dict[str, dict]], systems: list[str], markdow
         heading = f"{title} ({counted})"
         parts.append((f"#### {heading}\n\n" if markdown else f"== {heading}\n") + format_table(columns, markdown=markdown))
     return "\n\n".join(parts)
+
+
+def answer_table(answer_scores: dict[str, dict], markdown: bool = False) -> str:
+    """The answer metrics, one column per question set (questions, conversation turns, follow-ups)."""
+    heading = "answers (what the reader gets)"
+    table = format_table(answer_scores, rows=("turns",) + ANSWER_METRICS, markdown=markdown)
+    return (f"#### {heading}\n\n" if markdown else f"== {heading}\n") + table
 
 
 MEAN_METRICS = ("facts_all", "facts_soft", "file_hit", "section_mrr", "false_abstain", "abstain_ok", "intent_acc",

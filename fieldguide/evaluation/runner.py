@@ -137,14 +137,51 @@ class EvalRun:
     results: dict[str, list[dict]] = field(default_factory=dict)  # system -> result lines
     scores: dict[str, dict[str, dict]] = field(default_factory=dict)  # system -> slice -> metrics
     facts: dict = field(default_factory=dict)  # collections, ingest summaries, seconds per phase
+    answers: list[dict] = field(default_factory=list)  # answer lines (eval --answers)
+    answer_scores: dict[str, dict] = field(default_factory=dict)  # question set -> answer metrics
 
     def score(self) -> None:
         self.scores = {name: score_slices(self.questions, lines) for name, lines in self.results.items()}
 
 
+def answer_all(items: list[dict], settings, overrides: dict | None = None) -> list[dict]:
+    """Answer lines of every question and conversation turn, as `fieldguide ask --batch` writes them."""
+    import asyncio
+
+    from langgraph.checkpoint.memory import MemorySaver
+
+    from fieldguide.retrieval import answer_batch, open_resources
+    from graph.graph import build_graph
+
+    async def collect() -> list[dict]:
+        with open_resources(settings) as resources:
+            resources.warm_up()
+            lines = [line async for line in answer_batch(build_graph(MemorySaver()), items, resources, overrides)]
+        for line in lines:
+            if "error" in line:
+                print(f"fieldguide eval: {line['id']}: {line['error']}", file=sys.stderr)
+        return [line for line in lines if "error" not in line]  # a missing line scores as a miss
+
+    return asyncio.run(collect())
+
+
+def score_answer_sets(questions: list[dict], conversations: list[dict], lines: list[dict]) -> dict[str, dict]:
+    """Answer metrics of the single questions, of every conversation turn, and of follow-up turns alone."""
+    from fieldguide.evaluation.answer_metrics import score_answers, turns_of
+
+    tables = {"questions": score_answers(turns_of(questions), lines)}
+    if conversations:
+        turns = turns_of(conversations)
+        tables["conversation turns"] = score_answers(turns, lines)
+        tables["follow-up turns"] = score_answers([t for t in turns if t["turn"] > 1], lines)
+    return tables
+
+
 def evaluate(docs_dir: Path, questions: list[dict], settings, *, ablate: bool = False,
-             baselines: bool = True, log=print) -> EvalRun:
-    """Ingest when needed, run the pipeline (and its ablations) and the baselines, score them all."""
+             baselines: bool = True, answers: bool = False, conversations: list[dict] | None = None,
+             log=print) -> EvalRun:
+    """Ingest when needed, run the pipeline (and its ablations) and the baselines, score them all;
+    with `answers`, also answer every question (and conversation) and score the answers."""
     from fieldguide.embedding import embedding_model_id, load_embeddings
 
     run = EvalRun(questions)
@@ -188,6 +225,11 @@ def evaluate(docs_dir: Path, questions: list[dict], settings, *, ablate: bool = 
             run.results[mode], run.facts["baselines"][mode] = run_baseline(
                 mode, docs_dir, questions, embeddings, Path(settings.data_dir) / "eval-cache", embedding_model_id(settings))
             lap(f"baseline_{mode}")
+    if answers or conversations:
+        log(f"answer {len(questions)} questions and {len(conversations or [])} conversations")
+        run.answers = answer_all(list(questions) + list(conversations or []), settings)
+        run.answer_scores = score_answer_sets(questions, conversations or [], run.answers)
+        lap("answers")
     run.facts["seconds"] = seconds
     run.facts["variants"] = {name: overrides for name, overrides in variants.items()}
     run.score()
@@ -210,7 +252,12 @@ def write_outputs(run: EvalRun, out_dir: Path, meta: dict) -> dict[str, Path]:
     for name, lines in run.results.items():
         with (results_dir / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    if run.answers:
+        with (results_dir / "answers.jsonl").open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in run.answers)
     report = {**meta, **run.facts, "systems": system_order(run), "scores": run.scores}
+    if run.answer_scores:
+        report["answer_scores"] = run.answer_scores
     paths = {"report": out_dir / "report.json", "chart": out_dir / "eval.png", "results": results_dir}
     paths["report"].write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     save_chart(run.scores, system_order(run), paths["chart"])

@@ -1,15 +1,18 @@
 """What a one-call client gets back: an answer's citations and a search's hits, as plain dicts.
 
 The OpenAI-compatible chat and the MCP tools share these shapes. Citations are the final
-state's own (`citations`, numbered like the answer's `[n]` markers) when the graph gives
-them; otherwise one per distinct section of the context the answer was generated from, in
-context order, in the same shape (DESIGN's answer line).
+state's own (`citations`, numbered like the answer's `[n]` markers, so a client can match
+each marker to its source) when the graph gives them; otherwise one per distinct section of
+the context the answer was generated from, in context order, in the same shape (DESIGN's
+answer line). A citation URL relative to the service (`/docs-assets/guide.md#L12-L30`) is
+given as `resolve` gives its file, with the line anchor kept; an absolute one (a configured
+source-URL template) is left as it is.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-Resolve = Callable[[str], str]  # a docs file's path -> the URL a reader opens
+Resolve = Callable[[str], str | None]  # a docs file's path -> the URL a reader opens (None: none)
 
 CITATION_FIELDS = ("chunk_id", "source", "heading_path", "line_start", "line_end")
 
@@ -17,7 +20,7 @@ CITATION_FIELDS = ("chunk_id", "source", "heading_path", "line_start", "line_end
 def citations_for(final: dict[str, Any], resolve: Resolve) -> list[dict[str, Any]]:
     given = final.get("citations")
     if isinstance(given, list):
-        return [dict(citation) for citation in given]
+        return [_resolved(dict(citation), resolve) for citation in given]
     citations: list[dict[str, Any]] = []
     seen: set[tuple] = set()
     for block in final.get("context") or []:
@@ -31,6 +34,17 @@ def citations_for(final: dict[str, Any], resolve: Resolve) -> list[dict[str, Any
         citation["url"] = resolve(block["source"]) if block.get("source") else None
         citations.append(citation)
     return citations
+
+
+def _resolved(citation: dict[str, Any], resolve: Resolve) -> dict[str, Any]:
+    """A service-relative URL as `resolve` gives the file, line anchor kept; None when nothing
+    serves the file to this client (`resolve` gives None: MCP over stdio)."""
+    url = citation.get("url")
+    if citation.get("source") and (not url or url.startswith("/")):
+        anchor = url.partition("#")[2] if url else ""
+        base = resolve(citation["source"])
+        citation["url"] = base + (f"#{anchor}" if anchor else "") if base else None
+    return citation
 
 
 def search_hits(state: dict[str, Any], k: int, resolve: Resolve) -> list[dict[str, Any]]:

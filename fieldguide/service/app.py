@@ -144,7 +144,8 @@ class Service:
         record = outcome = None
         try:
             record = self._start_record(conversation.id, graph_input["question"])
-            outcome = await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve)
+            outcome = await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve,
+                                     source_url_template=self.settings.source_url_template)
         finally:
             try:
                 self.checkpointer.trim_thread(conversation.id)

@@ -10,7 +10,8 @@ import posixpath
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-DOCS_ASSETS_PREFIX = "/docs-assets"
+from fieldguide.source_links import DOCS_ASSETS_PREFIX
+
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
 # Files the page loads from the npm packages of web/package.json (installed by `npm ci`).

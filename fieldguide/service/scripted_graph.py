@@ -2,7 +2,8 @@
 
 It streams a fixed answer token by token through a LangChain chat model, so the service
 (and anything measuring the service alone, such as `benchmarks/bench_service.py`) sees
-exactly what the real graph produces: node updates, `messages` chunks, a final state. It
+exactly what the real graph produces: node updates, `messages` chunks, a final state (with
+the citations its answer's markers name). It
 also keeps the conversation's questions across turns through the checkpointer, which lets
 follow-ups be tested without the real pipeline.
 """
@@ -23,8 +24,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import StreamWriter
 from typing_extensions import NotRequired, TypedDict
 
+from nodes.citations import cited_numbers, citations_for
+
 DEFAULT_ANSWER = (
-    "Open **Bookings → New booking** and fill in the *Boat* and *Start* fields.\n\n"
+    "Open **Bookings → New booking** and fill in the *Boat* and *Start* fields [1].\n\n"
     "![Booking form](images/booking-form.svg)\n\n"
     "| Field | Required |\n| --- | --- |\n| Boat | yes |\n| Skipper | for motor boats |\n\n"
     "The deposit is taken when you press **Confirm**."
@@ -44,6 +47,8 @@ DEFAULT_CONTEXT = [
         "similarity": 0.71,
         "rerank_score": 3.2,
         "images": ["images/booking-form.svg"],
+        "line_start": 5,
+        "line_end": 12,
     }
 ]
 
@@ -102,6 +107,8 @@ class ScriptedState(TypedDict):
     abstain: NotRequired[bool]
     context: NotRequired[list[dict]]
     answer: NotRequired[str]
+    citations: NotRequired[list[dict]]
+    standalone_question: NotRequired[str]
     timings_ms: NotRequired[dict[str, float]]
 
 
@@ -110,6 +117,8 @@ class ScriptedOutput(TypedDict):
     intent: str
     abstain: bool
     context: list[dict]
+    citations: list[dict]
+    standalone_question: str
     questions: list[str]
     timings_ms: dict[str, float]
 
@@ -151,7 +160,9 @@ def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, con
                 if chunk.content:  # as the real generate node does (nodes/generate.py)
                     writer({"token": chunk.content})
         timings = {**state.get("timings_ms", {}), "generate": round((time.perf_counter() - started) * 1000, 3)}
-        return {"answer": "".join(pieces), "timings_ms": timings}
+        text = "".join(pieces)
+        return {"answer": text, "citations": citations_for(cited_numbers(text), state.get("context") or []),
+                "standalone_question": state["question"], "timings_ms": timings}
 
     builder = StateGraph(ScriptedState, input_schema=ScriptedInput, output_schema=ScriptedOutput)
     builder.add_node("route", route)

@@ -6,7 +6,10 @@ mode (the final state → `done`). Tokens are not taken from the `messages` mode
 callback handler on every token of every turn, and that CPU is taken from the thread that
 answers HTTP requests. The context blocks are announced once, in a `sources` event, just
 before the first token (or before `done` when nothing streamed), so the page never shows
-or fetches screenshots of chunks a later filter drops.
+or fetches screenshots of chunks a later filter drops. Each source carries `n`, the number
+the answer's citation markers `[n]` use, and `url`, where its lines can be read; `done`
+carries the answer's `citations`, its checked `sentences` and the `standalone_question`
+retrieval read.
 
 The conversation's checkpoint is written once, when the turn ends (`durability="exit"`),
 instead of after every step; the history the next question sees is the same (a turn that
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fieldguide.errors import FieldguideError
+from fieldguide.source_links import source_url
 from fieldguide.service.conversations import Conversation
 from fieldguide.service.failures import reader_message
 
@@ -30,13 +34,19 @@ SOURCE_FIELDS = ("chunk_id", "source", "heading_path", "images", "part_index", "
                  "content_kind", "line_start", "line_end")
 
 
-def source_entry(block: dict[str, Any], resolve_image) -> dict[str, Any]:
+def source_entry(block: dict[str, Any], resolve_image, n: int | None = None,
+                 source_url_template: str | None = None) -> dict[str, Any]:
+    """A context block as the `sources` event shows it; `n` is the number its citation markers use."""
     entry = {key: block[key] for key in SOURCE_FIELDS if key in block}
     entry.setdefault("heading_path", [])
+    if n is not None:
+        entry["n"] = n
     images = list(block.get("images") or [])
     entry["images"] = images
     entry["image_urls"] = [resolve_image(url, entry.get("source", "")) for url in images]
     entry["link"] = resolve_image(entry["source"], "") if entry.get("source") else None
+    if entry.get("source"):
+        entry["url"] = source_url(entry["source"], block.get("line_start"), block.get("line_end"), source_url_template)
     return entry
 
 
@@ -55,9 +65,10 @@ def failure_message(exc: BaseException, conversation_id: str = "") -> str:
 
 
 async def run_turn(conversation: Conversation, graph, graph_input: dict, config: dict, *,
-                   resolve_image) -> TurnOutcome:
+                   resolve_image, source_url_template: str | None = None) -> TurnOutcome:
     """Stream one turn into `conversation`'s log; ends with exactly one `done` or `error`."""
     started = time.perf_counter()
+    first_token_ms: float | None = None
     final: dict[str, Any] = {}
     context: list[dict] | None = None
     sources_sent = False
@@ -65,12 +76,16 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
     def send_sources() -> None:
         nonlocal sources_sent
         blocks = context if context is not None else (final.get("context") or [])
-        conversation.append("sources", {"sources": [source_entry(b, resolve_image) for b in blocks]})
+        conversation.append("sources", {"sources": [source_entry(b, resolve_image, n, source_url_template)
+                                                    for n, b in enumerate(blocks, start=1)]})
         sources_sent = True
 
     def send_token(text: str) -> None:
+        nonlocal first_token_ms
         if not sources_sent:
             send_sources()
+        if first_token_ms is None:
+            first_token_ms = round((time.perf_counter() - started) * 1000, 3)
         conversation.append("token", {"text": text})
 
     conversation.append("status", {"stage": "started"})
@@ -94,10 +109,15 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             send_sources()
         timings = dict(final.get("timings_ms") or {})
         timings.setdefault("total", round((time.perf_counter() - started) * 1000, 3))
+        if first_token_ms is not None:
+            timings["first_token"] = first_token_ms
         conversation.append("done", {
             "answer": final.get("answer", ""),
             "intent": final.get("intent"),
             "abstain": bool(final.get("abstain", False)),
+            "standalone_question": final.get("standalone_question") or graph_input.get("question"),
+            "citations": list(final.get("citations") or []),
+            "sentences": list(final.get("sentences") or []),
             "timings_ms": timings,
         })
         return TurnOutcome("done", {**final, "timings_ms": timings})

@@ -6,6 +6,11 @@
 // once their URL has arrived in the stream: images exist in the DOM only after a token or a
 // `sources` event names them, and carry loading="lazy".
 //
+// Citation markers [n] in the answer become links to source n (its file at the cited
+// lines); pointing at one highlights that source in the list. A marker that names no
+// source is not shown. A sentence the check flagged (verify=flag) is marked with ⚠. A
+// follow-up shows the standalone question it was understood as.
+//
 // createChat({thread, status, send, base, config, libraries}) wires one conversation:
 //   thread     element the turns are appended to
 //   status     element for one line of progress ("Searching the docs…")
@@ -19,8 +24,9 @@
 const FieldguideChat = (function () {
   const MAX_RECONNECTS = 8;
   const STAGE_LABELS = {
-    started: "Starting…", route: "Reading the question…", embed: "Reading the question…",
-    search: "Searching the docs…", threshold: "Filtering…", rerank: "Ranking sections…",
+    started: "Starting…", condense: "Reading the conversation…", route: "Reading the question…",
+    embed: "Reading the question…", search: "Searching the docs…", threshold: "Filtering…",
+    rerank: "Ranking sections…", weigh_intent: "Ranking sections…", evidence: "Quoting the docs…",
     cap: "Choosing sections…", reassemble: "Gathering sections…", prompt: "Preparing the answer…",
     generate: "Writing the answer…",
   };
@@ -91,6 +97,7 @@ const FieldguideChat = (function () {
     const html = libs.DOMPurify.sanitize(libs.marked.parse(turn.text, { gfm: true, breaks: false }));
     currentResolver = null;
     turn.answerEl.innerHTML = html;
+    linkCitations(turn);
     // Keep screenshots already shown instead of re-creating them at every token.
     for (const img of turn.answerEl.querySelectorAll("img")) {
       const src = img.getAttribute("src");
@@ -100,18 +107,88 @@ const FieldguideChat = (function () {
     }
   }
 
+  // ---- citations -------------------------------------------------------------------------
+  const MARKER = /\s?\[(\d{1,3})\]/g;
+  const FLAG = "\u26a0";
+
+  function highlightSource(turn, n, on) {
+    const item = turn.sourceItems.get(n);
+    if (item) item.classList.toggle("cited", on);
+  }
+
+  function citationLink(turn, n) {
+    const source = turn.sourcesByN.get(n);
+    const link = turn.answerEl.ownerDocument.createElement("a");
+    link.className = "cite";
+    link.textContent = "[" + n + "]";
+    link.dataset.n = String(n);
+    link.href = onService(turn.base, source.url || source.link) || "#";
+    link.target = "_blank";
+    link.rel = "noopener noreferrer";
+    link.title = (source.source || "") + ((source.heading_path || []).length ? " — " + source.heading_path.join(" › ") : "");
+    for (const [event, on] of [["mouseenter", true], ["focus", true], ["mouseleave", false], ["blur", false]]) {
+      link.addEventListener(event, () => highlightSource(turn, n, on));
+    }
+    return link;
+  }
+
+  function linkCitations(turn) {
+    // Text nodes outside code and links: markers become links (or vanish when they name no
+    // source), the flag sign gets its explanation.
+    const doc = turn.answerEl.ownerDocument;
+    const walker = doc.createTreeWalker(turn.answerEl, NodeFilter.SHOW_TEXT, {
+      acceptNode: (node) => (node.parentElement.closest("code, pre, a") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
+    const nodes = [];
+    while (walker.nextNode()) {
+      const value = walker.currentNode.nodeValue;
+      if (value.includes("[") || value.includes(FLAG)) nodes.push(walker.currentNode);
+    }
+    for (const node of nodes) {
+      const parts = doc.createDocumentFragment();
+      const text = node.nodeValue;
+      let last = 0;
+      const pattern = new RegExp(MARKER.source + "|" + FLAG, "g");
+      let match;
+      while ((match = pattern.exec(text)) !== null) {
+        parts.append(text.slice(last, match.index));
+        if (match[0] === FLAG) {
+          const flag = doc.createElement("span");
+          flag.className = "flag";
+          flag.textContent = FLAG;
+          flag.title = "Not found in the documentation: check it against the sources.";
+          parts.append(flag);
+        } else {
+          const n = Number(match[1]);
+          if (turn.sourcesByN.has(n)) parts.append(" ", citationLink(turn, n));
+        }
+        last = match.index + match[0].length;
+      }
+      parts.append(text.slice(last));
+      node.replaceWith(parts);
+    }
+  }
+
   function renderSources(turn, sources, base) {
     const doc = turn.sourcesEl.ownerDocument;
     turn.sourcesEl.replaceChildren();
+    turn.sourcesByN.clear();
+    turn.sourceItems.clear();
     if (!sources.length) return;
     const title = doc.createElement("h3");
     title.textContent = "Sources";
     const list = doc.createElement("ol");
-    for (const source of sources) {
+    sources.forEach((source, position) => {
+      const n = source.n || position + 1;
+      turn.sourcesByN.set(n, source);
       const item = doc.createElement("li");
-      const link = doc.createElement(source.link ? "a" : "span");
-      if (source.link) {
-        link.href = onService(base, source.link);
+      item.value = n;
+      item.dataset.n = String(n);
+      turn.sourceItems.set(n, item);
+      const href = source.url || source.link;
+      const link = doc.createElement(href ? "a" : "span");
+      if (href) {
+        link.href = onService(base, href);
         link.target = "_blank";
         link.rel = "noopener noreferrer";
       }
@@ -136,7 +213,7 @@ const FieldguideChat = (function () {
         item.append(shots);
       }
       list.append(item);
-    }
+    });
     turn.sourcesEl.append(title, list);
   }
 
@@ -157,10 +234,14 @@ const FieldguideChat = (function () {
       sourcesEl.className = "sources";
       const metaEl = doc.createElement("div");
       metaEl.className = "meta";
-      article.append(q, answerEl, sourcesEl, metaEl);
+      const understood = doc.createElement("p");
+      understood.className = "standalone";
+      understood.hidden = true;
+      article.append(q, understood, answerEl, sourcesEl, metaEl);
       thread.append(article);
-      const turn = { article, answerEl, sourcesEl, metaEl, text: "", lastEventId: 0, finished: false,
-                     knownUrls: new Map(), firstSourceDir: "", images: new Map(), renderQueued: false };
+      const turn = { article, question, answerEl, sourcesEl, metaEl, understood, text: "", lastEventId: 0,
+                     finished: false, knownUrls: new Map(), firstSourceDir: "", images: new Map(),
+                     renderQueued: false, sourcesByN: new Map(), sourceItems: new Map(), base };
       turn.resolve = makeResolver(turn, base, config);
       return turn;
     }
@@ -227,6 +308,10 @@ const FieldguideChat = (function () {
         const done = JSON.parse(event.data);
         if (done.answer && done.answer !== turn.text) turn.text = done.answer;
         renderAnswer(turn, libraries);
+        if (done.standalone_question && done.standalone_question !== turn.question) {
+          turn.understood.textContent = "Understood as: " + done.standalone_question;
+          turn.understood.hidden = false;
+        }
         const total = done.timings_ms && done.timings_ms.total;
         turn.metaEl.textContent = (done.abstain ? "No matching documentation found · " : "") +
           (done.intent ? "intent: " + done.intent : "") + (total ? " · " + Math.round(total) + " ms" : "");

@@ -46,6 +46,11 @@ button:disabled { opacity: 0.5; cursor: default; }
 .sources { margin-top: 0.6rem; border-top: 1px solid #d9dee7; padding-top: 0.4rem; font-size: 0.85rem; }
 .sources h3 { font-size: 0.75rem; margin: 0 0 0.2rem; color: #5c6577; text-transform: uppercase; letter-spacing: .04em; }
 .sources ol { margin: 0; padding-left: 1.1rem; } .breadcrumb { color: #5c6577; }
+.turn .standalone { margin: -0.2rem 0 0.4rem; color: #5c6577; font-size: 0.85em; }
+.answer blockquote { margin: 0.3rem 0; padding: 0.1rem 0.6rem; border-left: 3px solid #d9dee7; color: #2b3344; }
+.answer a.cite { font-size: 0.8em; vertical-align: super; text-decoration: none; color: #1f6feb; }
+.answer .flag { color: #9a6700; cursor: help; }
+.sources li.cited { background: #fff8c5; outline: 2px solid #e3b341; border-radius: 3px; }
 .shots { display: flex; gap: 0.4rem; flex-wrap: wrap; margin: 0.3rem 0; } .shots img { width: 9rem; }
 .meta { color: #5c6577; font-size: 0.75rem; margin-top: 0.3rem; }
 .error { color: #a40e26; background: #fff0f1; border: 1px solid #f3c3c9; border-radius: 4px; padding: 0.3rem 0.5rem; margin-top: 0.4rem; }

@@ -31,8 +31,8 @@ def fake_chat(*answers):
 
 
 def test_module_graph_has_every_node_and_a_narrow_input():
-    assert set(graph.get_graph().nodes) >= {"route", "embed", "search", "threshold", "rerank", "cap",
-                                           "reassemble", "prompt", "generate"}
+    assert set(graph.get_graph().nodes) >= {"condense", "route", "embed", "search", "threshold", "rerank",
+                                           "weigh_intent", "cap", "reassemble", "evidence", "prompt", "generate"}
     assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id", "messages"}
 
 
@@ -40,14 +40,15 @@ def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
     resources = make_resources(RECORDS, chat_model=fake_chat("Open Reports and press Export."))
     state = asyncio.run(build_graph().ainvoke(
         {"question": "Where is the export button on the reports screen?"},
-        config_for(resources, min_similarity=0.1, rerank_min=0.0, max_chunks=2)))
+        config_for(resources, min_similarity=0.1, rerank_min=0.0, max_chunks=2, verify="off")))
     assert state["intent"] == "screen" and state["abstain"] is False
-    assert state["answer"] == "Open Reports and press Export."
+    quote = "> Press the Export button in the toolbar of the Reports screen to export invoices. [1]"
+    assert state["answer"] == quote + "\n\nOpen Reports and press Export."
     assert state["context"][0]["chunk_id"] == "export-screen"
+    assert state["citations"][0]["n"] == 1 and state["citations"][0]["chunk_id"] == "export-screen"
     assert set(state["stages"]) == {"search", "threshold", "rerank", "cap"}
-    assert set(state["timings_ms"]) == {"route", "embed", "search", "weigh_intent", "threshold", "rerank", "cap",
-                                        "reassemble",
-                                        "prompt", "generate"}
+    assert set(state["timings_ms"]) == {"condense", "route", "embed", "search", "threshold", "rerank",
+                                        "weigh_intent", "cap", "reassemble", "evidence", "prompt", "generate"}
 
 
 def test_tokens_stream_from_the_generate_node():
@@ -56,7 +57,7 @@ def test_tokens_stream_from_the_generate_node():
     async def collect():
         tokens, final = [], None
         async for kind, payload in stream_answer(build_graph(), "Why does overspent money reduce next month?",
-                                                 resources, {"min_similarity": 0.1}):
+                                                 resources, {"min_similarity": 0.1, "verify": "off"}):
             if kind == "token":
                 tokens.append(payload)
             else:
@@ -64,8 +65,9 @@ def test_tokens_stream_from_the_generate_node():
         return tokens, final
 
     tokens, final = asyncio.run(collect())
-    assert len(tokens) > 1
-    assert "".join(tokens) == final["answer"] == "Overspending comes out of next month."
+    assert len(tokens) > 2  # the evidence, then the model's tokens one by one
+    assert "".join(tokens) == final["answer"]
+    assert tokens[0].startswith("> ") and final["answer"].endswith("\n\nOverspending comes out of next month.")
     # The split section came back whole, in order.
     rollover = [b["part_index"] for b in final["context"] if b["group_id"] == "rollover"]
     assert rollover == [1, 2]
@@ -83,13 +85,16 @@ def test_nothing_survives_so_the_graph_abstains_without_calling_the_model():
 def test_a_conversation_keeps_its_messages_across_turns():
     resources = make_resources(RECORDS, chat_model=fake_chat("First answer.", "Second answer."))
     app = build_graph(MemorySaver())
-    config = config_for(resources, min_similarity=0.1)
+    config = config_for(resources, min_similarity=0.1, verify="off")
     config["configurable"]["thread_id"] = "conv-1"
-    asyncio.run(app.ainvoke({"question": "What is the monthly rollover?"}, config))
-    asyncio.run(app.ainvoke({"question": "And what about overspending?"}, config))
+    first = asyncio.run(app.ainvoke({"question": "What is the monthly rollover?"}, config))
+    second = asyncio.run(app.ainvoke({"question": "And what about overspending?"}, config))
     messages = app.get_state(config).values["messages"]
-    assert [m.content for m in messages] == ["What is the monthly rollover?", "First answer.",
-                                             "And what about overspending?", "Second answer."]
+    assert [m.content for m in messages] == ["What is the monthly rollover?", first["answer"],
+                                             "And what about overspending?", second["answer"]]
+    assert first["answer"].endswith("First answer.") and second["answer"].endswith("Second answer.")
+    # The follow-up was made standalone with the topic of the first answer before retrieval read it.
+    assert second["standalone_question"] == "And what about overspending? — about: Budget > Monthly rollover"
 
 
 def test_retrieval_graph_gives_the_result_line_of_the_contract():
@@ -111,3 +116,41 @@ def test_per_request_caps_change_the_result(override, expected):
     state = build_retrieval_graph().invoke({"question": "export invoices monthly rollover members"},
                                            config_for(resources, min_similarity=0.0, rerank_min=-1, **override))
     assert len(state["cap_results"]) == expected
+
+
+def test_the_check_defaults_per_generator_and_an_unknown_verify_mode_is_refused():
+    from fieldguide.settings import Settings
+    from graph.runtime import InvalidOption, QueryOptions
+
+    local = QueryOptions.from_config({}, Settings(chat_provider="local"))
+    endpoint = QueryOptions.from_config({}, Settings(chat_provider="openai"))
+    assert (local.verify, local.min_support) == ("drop", 0.8)
+    assert (endpoint.verify, endpoint.min_support) == ("flag", 0.6)
+    chosen = QueryOptions.from_config({"configurable": {"verify": "OFF", "min_support": "0.5"}}, Settings())
+    assert (chosen.verify, chosen.min_support) == ("off", 0.5)
+    with pytest.raises(InvalidOption, match="option verify: .*'off', 'flag' or 'drop'"):
+        QueryOptions.from_config({"configurable": {"verify": "maybe"}}, Settings())
+
+
+def test_a_batch_goes_on_when_one_turn_fails_and_numbers_conversation_turns():
+    from fieldguide.retrieval import answer_batch
+
+    class FailsOnce(GenericFakeChatModel):
+        async def _astream(self, messages, *args, **kwargs):
+            if "invoices" in messages[-1].content.split("Question:")[-1]:
+                raise TimeoutError("no streaming chunk received")
+            async for chunk in super()._astream(messages, *args, **kwargs):
+                yield chunk
+
+    resources = make_resources(RECORDS, chat_model=FailsOnce(messages=iter([AIMessage("Fine."), AIMessage("Ok.")])),
+                               min_similarity=0.1)
+    items = [{"id": "q1", "question": "How do I export invoices on the reports screen?"},
+             {"id": "c1", "turns": [{"question": "What is the monthly rollover?"}, {"question": "And overspending?"}]}]
+
+    async def collect():
+        return [line async for line in answer_batch(build_graph(MemorySaver()), items, resources)]
+
+    lines = asyncio.run(collect())
+    assert [line["id"] for line in lines] == ["q1", "c1#1", "c1#2"]
+    assert lines[0] == {"id": "q1", "error": "TimeoutError: no streaming chunk received"}
+    assert lines[1]["answer"] and lines[2]["standalone_question"].startswith("And overspending? — about: ")

@@ -27,7 +27,8 @@ pytestmark = [pytest.mark.studio, pytest.mark.weaviate, pytest.mark.models]
 REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH = REPO / ".venv-studio" / "bin" / "langgraph"
 HOST = "127.0.0.1"
-NODES = ["route", "embed", "search", "threshold", "rerank", "weigh_intent", "cap", "reassemble", "prompt", "generate"]
+NODES = ["condense", "route", "embed", "search", "threshold", "rerank", "weigh_intent", "cap", "reassemble",
+         "evidence", "prompt", "generate"]
 STARTUP_SECONDS = 120
 RUN_SECONDS = 240  # the server loads the embedding model on the first run
 DOC = "# Budget categories\n\n## Rename a category\n\nOpen the category menu and choose **Rename**.\n"

@@ -44,13 +44,12 @@ def test_the_opening_clause_decides_a_mixed_question():
     assert "asks where" in reason and "conceptual" in reason
 
 
-def test_route_node_opens_the_turn():
-    update = route({"question": "Where is the export button?", "timings_ms": {"generate": 5.0},
-                    "stages": {"search": ["old"]}})
+def test_route_node_classifies_the_standalone_question_and_adds_its_timing():
+    update = route({"question": "And where is it?", "standalone_question": "And where is it? — about: Export button",
+                    "timings_ms": {"condense": 0.1}})
     assert update["intent"] == "screen"
-    assert set(update["timings_ms"]) == {"route"}
-    assert update["stages"] == {}
-    assert update["messages"][0].content == "Where is the export button?"
+    assert set(update["timings_ms"]) == {"condense", "route"}
+    assert update["messages"][0].content == "And where is it?"  # the conversation keeps what was asked
 
 
 def test_why_counts_only_where_it_asks():

@@ -46,10 +46,26 @@ def test_stream_carries_status_sources_tokens_and_done_in_order(fast_server, cli
     tokens = [e.json["text"] for e in events if e.event == "token"]
     assert tokens == split_tokens(DEFAULT_ANSWER)
     done = events[-1].json
-    assert set(done) == {"answer", "intent", "abstain", "timings_ms"}
+    assert set(done) == {"answer", "intent", "abstain", "standalone_question", "citations", "sentences",
+                         "timings_ms"}
     assert done["answer"] == "".join(tokens) == DEFAULT_ANSWER
     assert done["intent"] == "screen" and done["abstain"] is False
-    assert "total" in done["timings_ms"]
+    assert done["standalone_question"] == "Which fields does the booking form have?"
+    assert "total" in done["timings_ms"] and done["timings_ms"]["first_token"] <= done["timings_ms"]["total"]
+
+
+def test_sources_carry_the_citation_numbers_and_done_the_citations_the_answer_uses(server_for, client):
+    answer = "The form has the fields Boat and Skipper [1]."
+    base = server_for(make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, answer=answer)))
+    events = read_stream(client, base, ask(client, base)["stream_url"])
+    (sources,) = [e.json["sources"] for e in events if e.event == "sources"]
+    assert [s["n"] for s in sources] == [1]
+    assert sources[0]["url"] == "/docs-assets/screens/booking-form.md#L5-L12"
+    done = events[-1].json
+    assert done["citations"] == [{"n": 1, "chunk_id": "screens/booking-form.md#new-booking",
+                                  "source": "screens/booking-form.md", "heading_path": ["Booking form", "Fields"],
+                                  "line_start": 5, "line_end": 12, "url": sources[0]["url"]}]
+    assert client.get(base + sources[0]["url"].split("#")[0]).status_code == 200
 
 
 def test_sources_give_breadcrumbs_and_resolved_image_urls(fast_server, client):

@@ -109,3 +109,34 @@ def test_the_langserve_playground_renders(browser_page, page_server):
     assert "QUESTION" in text.upper()  # the input form was built from the /rag input schema
     assert "Start" in text
     assert errors == []
+
+
+CITED_ANSWER = ("> The booking form has the fields Boat, Start, Duration, Skipper and Deposit. [1]\n\n"
+                "Pick a skipper in the Skipper field [1]. ⚠ Skippers can also be booked by phone [7].")
+
+
+def test_citation_markers_link_to_their_source_and_highlight_it(browser_page):
+    if missing_vendor_files(WEB_DIR / "node_modules"):
+        pytest.fail("the chat page libraries are not installed: run `npm ci --prefix fieldguide/web`")
+
+    def factory(checkpointer=None):
+        return build_scripted_graph(checkpointer, answer=CITED_ANSWER, token_delay=0.01)
+
+    with serve(make_app(factory)) as base:
+        page = browser_page
+        page.goto(base + "/")
+        page.wait_for_function("() => typeof window.marked !== 'undefined'")
+        page.fill("#question", "How do I add a skipper?")
+        page.click("#send")
+        page.wait_for_selector(".answer:not(.streaming)", timeout=20_000)
+        markers = page.locator(".answer a.cite")
+        assert markers.count() == 2  # both [1]; the [7] names no source and is not shown
+        assert markers.first.inner_text() == "[1]"
+        assert markers.first.get_attribute("href").endswith("/docs-assets/screens/booking-form.md#L5-L12")
+        assert "[7]" not in page.locator(".answer").inner_text()
+        assert page.locator(".answer blockquote").count() == 1
+        assert page.locator(".answer .flag").count() == 1
+        assert page.locator(".sources li.cited").count() == 0
+        markers.first.hover()
+        page.wait_for_selector(".sources li.cited", timeout=5_000)
+        assert page.locator(".sources li.cited").get_attribute("data-n") == "1"

@@ -45,8 +45,11 @@ def test_a_completion_carries_the_answer_and_its_citations(client, openai_server
     (citation,) = response.model_extra["citations"]
     assert citation["n"] == 1 and citation["source"] == "screens/booking-form.md"
     assert citation["heading_path"] == ["Booking form", "Fields"]
-    assert citation["url"] == openai_server + "/docs-assets/screens/booking-form.md"  # absolute: a client opens it
-    assert response.model_extra["fieldguide"] == {"abstain": False, "intent": "screen"}
+    # absolute (a client opens it), at the cited lines, as the answer's marker [1] names it
+    assert citation["url"] == openai_server + "/docs-assets/screens/booking-form.md#L5-L12"
+    assert citation["chunk_id"] == "screens/booking-form.md#new-booking" and "[1]" in DEFAULT_ANSWER
+    assert response.model_extra["fieldguide"] == {"abstain": False, "intent": "screen",
+                                                  "standalone_question": "Which fields does the booking form have?"}
 
 
 def test_a_stream_carries_the_tokens_then_the_citations(client):
@@ -136,11 +139,16 @@ def test_earlier_messages_are_the_conversation_the_real_graph_reads(server_for):
         {"role": "user", "content": "What can I do on the Reports screen?"},
         {"role": "assistant", "content": "You can export invoices."},
         {"role": "user", "content": "How do I export them?"}])
-    assert response.choices[0].message.content == "Press Export on the Reports screen."
+    # the checked answer: the evidence quoted first, with the marker its citation carries
+    content = response.choices[0].message.content
+    assert content.startswith("> Press the Export button on the Reports screen. [1]")
     (prompt,) = chat.prompts
     assert prompt[1:3] == [("HumanMessage", "What can I do on the Reports screen?"),
                            ("AIMessage", "You can export invoices.")]
     assert "How do I export them?" in prompt[-1][1]
-    assert response.model_extra["citations"][0]["source"] == "reports.md"
+    (citation,) = response.model_extra["citations"]
+    assert citation["n"] == 1 and citation["source"] == "reports.md" and citation["chunk_id"] == "export"
+    assert citation["url"].startswith(base + "/docs-assets/reports.md")
+    assert response.model_extra["fieldguide"]["standalone_question"].startswith("How do I export them?")
     # the run's thread is forgotten: nothing piles up in the checkpointer
     assert not app.state.service.checkpointer.thread_ids()

@@ -34,7 +34,7 @@ def test_real_pipeline_streams_a_grounded_answer_with_screenshots(real_server):
             events = list(iter_sse(response))
         assert events[-1].event == "done", events[-1]
         stages = [e.json["stage"] for e in events if e.event == "status"]
-        assert stages[:2] == ["started", "route"] and "generate" in stages
+        assert stages[:3] == ["started", "condense", "route"] and "evidence" in stages and "generate" in stages
         (sources,) = [e.json["sources"] for e in events if e.event == "sources"]
         assert "screens/booking-form.md" in [s["source"] for s in sources]
         urls = [url for s in sources for url in s["image_urls"]]
@@ -44,6 +44,11 @@ def test_real_pipeline_streams_a_grounded_answer_with_screenshots(real_server):
         tokens = "".join(e.json["text"] for e in events if e.event == "token")
         assert done["answer"] and tokens.strip() == done["answer"]
         assert done["abstain"] is False and done["intent"] in ("screen", "ambiguous")
+        assert done["answer"].startswith("> ")  # the quoted evidence comes first
+        numbers = {s["n"] for s in sources}
+        assert done["citations"] and {c["n"] for c in done["citations"]} <= numbers
+        assert all(c["url"].startswith("/docs-assets/") and "#L" in c["url"] for c in done["citations"])
+        assert done["sentences"] and all("support" in s and "kept" in s for s in done["sentences"])
 
         follow_up = client.post(real_server + "/conversations", json={
             "question": "And which of them are required?", "conversation_id": started["conversation_id"]}).json()
@@ -51,3 +56,5 @@ def test_real_pipeline_streams_a_grounded_answer_with_screenshots(real_server):
             events = list(iter_sse(response))
         assert events[-1].event == "done"
         assert int(events[0].id) > int(follow_up["stream_url"].rsplit("=", 1)[1])
+        standalone = events[-1].json["standalone_question"]
+        assert standalone.startswith("And which of them are required? — about: ")  # the follow-up, made standalone

@@ -16,7 +16,7 @@ from fieldguide.service.scripted_graph import build_scripted_graph
 from fieldguide.service.widget import widget_script
 from fieldguide.settings import Settings
 from tests.service.conftest import free_port, make_app, serve
-from tests.service.test_browser import CHROMIUM, HOSTILE_ANSWER, browser_page  # noqa: F401  (fixture)
+from tests.service.test_browser import CHROMIUM, CITED_ANSWER, HOSTILE_ANSWER, browser_page  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -93,7 +93,7 @@ def test_a_listed_docs_site_gets_a_safely_rendered_answer_in_the_shadow_root(bro
     assert service + "/docs-assets/screens/images/booking-form.svg" in screenshots
     source_link = page.locator("[data-fieldguide-widget] .sources a").first
     assert source_link.inner_text() == "screens/booking-form.md"
-    assert source_link.get_attribute("href") == service + "/docs-assets/screens/booking-form.md"
+    assert source_link.get_attribute("href") == service + "/docs-assets/screens/booking-form.md#L5-L12"
 
     # nothing from the answer ran as script, and the page's globals are as they were
     assert page.evaluate("window.__injected") is None
@@ -104,6 +104,35 @@ def test_a_listed_docs_site_gets_a_safely_rendered_answer_in_the_shadow_root(bro
     assert page.evaluate("typeof window.DOMPurify") == "undefined"
     assert page.evaluate("typeof window.FieldguideChat") == "undefined"  # chat.js stays private
     assert len(app.state.service.conversations) == 1
+
+
+def test_citation_markers_in_the_widget_link_to_their_source_on_the_service_and_highlight_it(browser_page):
+    if missing_vendor_files(WEB_DIR / "node_modules"):
+        pytest.fail("the chat page libraries are not installed: run `npm ci --prefix fieldguide/web`")
+    service_port, site_port = free_port(), free_port()
+    service = f"http://127.0.0.1:{service_port}"
+
+    def factory(checkpointer=None):
+        return build_scripted_graph(checkpointer, answer=CITED_ANSWER, token_delay=0.01)
+
+    app = make_app(factory, allowed_origins=f"http://127.0.0.1:{site_port}")
+    with serve(app, service_port), serve(docs_site(service), site_port) as site:
+        page = browser_page
+        page.goto(site + "/")
+        page.wait_for_selector("[data-fieldguide-widget] .launcher")
+        ask_in_widget(page, "How do I add a skipper?")
+        page.wait_for_selector("[data-fieldguide-widget] .answer:not(.streaming)", timeout=20_000)
+        markers = page.locator("[data-fieldguide-widget] .answer a.cite")
+        assert markers.count() == 2  # both [1]; the [7] names no source and is not shown
+        # on the service's origin, not the docs site's, at the cited lines
+        assert markers.first.get_attribute("href") == service + "/docs-assets/screens/booking-form.md#L5-L12"
+        assert "[7]" not in page.locator("[data-fieldguide-widget] .answer").inner_text()
+        assert page.locator("[data-fieldguide-widget] .answer .flag").count() == 1
+        cited = page.locator("[data-fieldguide-widget] .sources li.cited")
+        assert cited.count() == 0
+        markers.first.hover()
+        cited.first.wait_for(timeout=5_000)
+        assert cited.first.get_attribute("data-n") == "1"
 
 
 def test_an_unlisted_docs_site_is_refused_and_starts_nothing(browser_page, sites):

@@ -1,0 +1,154 @@
+"""condense: the question made standalone from the conversation, before retrieval reads it.
+
+A follow-up ("And where do I turn it off?") leans on the turn before it; embedding it alone
+finds nothing. This node opens every turn and writes `standalone_question`, which route,
+embed, search, rerank, evidence and the check read instead of the raw question.
+
+* `model`: the chat model rewrites the follow-up from the earlier questions
+  (`prompts/condense.md`). A rewrite that is empty, runs over several lines, or keeps none
+  of the follow-up's own terms is not trusted: the rules decide instead.
+* `rules`, deterministic: a question that leans on the previous one (it opens with "And",
+  "What about", ...; it points back with "it", "them", "that way", ...; or it names almost
+  nothing itself) gets the topic of the previous turn carried over, after " — about: ":
+  the breadcrumb of the section the previous answer was drawn from, which names that topic
+  in the docs' own words (the previous question's key terms when it had no answer). Any
+  other question stands as asked. Carrying the previous question's own words instead drew
+  retrieval back to the previous answer's section: follow-ups tend to move to a
+  neighbouring one (docs/BENCHMARKS.md, "Follow-ups").
+* `auto` (the default) is `model` when the chat model is an OpenAI-compatible endpoint and
+  `rules` for the small local model. `off` never rewrites.
+
+The first question of a conversation is always its own standalone question.
+"""
+from __future__ import annotations
+
+import logging
+import re
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from fieldguide.content_words import STOPWORDS, stem, terms
+from graph.runtime import Stopwatch, options_for, resources_for
+from prompts.loader import condense_message, load_prompt
+
+log = logging.getLogger("fieldguide.condense")
+
+CARRIED_TERMS = 8
+MAX_REWRITE_CHARS = 400
+REWRITE_TOKENS = 80
+_OPENS_WITH_LINK = re.compile(
+    r"^\W*(?:and|also|so|but|then|ok(?:ay)?|nice|thanks|great|cool|what about|how about|what if|and if|"
+    r"same (?:for|with)|is that|does that|can that|will that|would that|why not)\b", re.IGNORECASE)
+_POINTS_BACK = re.compile(
+    r"\b(?:it|its|it's|itself|they|them|their|theirs|those|these|ones|there)\b|"
+    r"\b(?:that|this) (?:way|one|option|setting|feature|button|menu|screen|page|field|step|case)\b|"
+    r"\b(?:do|does|did|is|was|can|will|would|about|like|with|from|for|of|on|in|into|under|to) (?:that|this)\b|"
+    r"\b(?:that|this)\s*[?.!,]|\b(?:that|this) (?:on|off|up|down|back|out|away|again)\b|\bthe same\b|"
+    r"\bone of (?:them|those|these)\b|\b(?:too|as well|either|then|instead|also)\s*[?.!]*\s*$", re.IGNORECASE)
+_THERE_IS = re.compile(r"\bthere (?:is|are|was|were|will|'s)\b|\b(?:is|are|was|were) there\b", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
+MIN_OWN_TERMS = 2  # a question naming fewer terms than this leans on the conversation
+QUESTION_WORDS = frozenset("anyway anymore else instead please maybe possible".split())
+
+
+def leans_on_previous(question: str) -> bool:
+    """Whether a question can only be understood with the turn before it."""
+    text = " ".join(question.split())
+    if _OPENS_WITH_LINK.match(text):
+        return True
+    if _POINTS_BACK.search(_THERE_IS.sub(" ", text)):
+        return True
+    return len(terms(text) - QUESTION_WORDS) < MIN_OWN_TERMS
+
+
+def key_terms(previous: str, question: str, limit: int = CARRIED_TERMS) -> list[str]:
+    """Words of the previous question that the new one does not already name, in order."""
+    own = {stem(w.lower()) for w in _WORD.findall(question)}
+    carried: list[str] = []
+    seen: set[str] = set()
+    for word in _WORD.findall(previous):
+        lower = word.lower()
+        key = stem(lower)
+        if "'" in lower or lower in STOPWORDS or lower in QUESTION_WORDS or len(lower) < 3 or key in own \
+                or key in seen:
+            continue
+        seen.add(key)
+        carried.append(word)
+        if len(carried) == limit:
+            break
+    return carried
+
+
+def condense_by_rules(question: str, previous: str | None, topic: list[str] | None = None) -> tuple[str, str]:
+    """(standalone question, how): the question itself, or it with the previous turn's topic:
+    the breadcrumb `topic` of the section it was answered from, else the previous question's key terms."""
+    if not previous or not leans_on_previous(question):
+        return question, "none"
+    about = " > ".join(topic) if topic else " ".join(key_terms(previous, question))
+    if not about:
+        return question, "none"
+    return f"{question.rstrip()} — about: {about}", "rules"
+
+
+def trusted_rewrite(rewrite: str, question: str) -> str | None:
+    """The model's rewrite, if it looks like one standalone question about the same thing."""
+    text = (rewrite or "").strip().strip('"').strip()
+    text = re.sub(r"^(?:standalone question|question)\s*:\s*", "", text, flags=re.IGNORECASE).strip()
+    if not text or "\n" in text or len(text) > MAX_REWRITE_CHARS or not text.endswith("?"):
+        return None  # not one question: an answer, an explanation, a list
+    own = terms(question) - QUESTION_WORDS
+    if own and not own & terms(text):
+        return None
+    return text
+
+
+def earlier_questions(state: dict) -> list[str]:
+    """This conversation's earlier questions (as asked), oldest first."""
+    return [m.content for m in state.get("messages") or [] if isinstance(m, HumanMessage)
+            and isinstance(m.content, str)]
+
+
+def condense_with_model(model, history: list[str], question: str, config) -> str:
+    messages = [SystemMessage(content=load_prompt("condense").rstrip("\n")),
+                HumanMessage(content=condense_message(history, question))]
+    bound = model.bind(max_tokens=REWRITE_TOKENS, temperature=0.0) if hasattr(model, "bind") else model
+    reply = bound.invoke(messages, config)
+    return reply.content if isinstance(reply.content, str) else str(reply.content)
+
+
+def answered_from(previous_context: list[dict]) -> list[str]:
+    """The breadcrumb of the previous turn's best-ranked block (its context is still in the state)."""
+    ranked = sorted((b for b in previous_context if b.get("rerank_score") is not None),
+                    key=lambda b: -float(b["rerank_score"]))
+    return list(ranked[0].get("heading_path") or []) if ranked else []
+
+
+def uses_model(mode: str, chat_provider: str | None) -> bool:
+    return mode == "model" or (mode == "auto" and (chat_provider or "local").lower() == "openai")
+
+
+def condense(state: dict, config: RunnableConfig = None) -> dict:
+    options = options_for(config)
+    question = " ".join(state["question"].split())
+    history = earlier_questions(state)
+    previous = state.get("standalone_question") or (history[-1] if history else None)
+    with Stopwatch() as sw:
+        standalone, how = question, "none"
+        if history and options.condense != "off":
+            resources = resources_for(config)
+            if uses_model(options.condense, resources.settings.chat_provider):
+                try:
+                    rewrite = trusted_rewrite(condense_with_model(
+                        resources.chat_model, history[-2:], question, config), question)
+                except Exception as exc:  # the model is down: the rules still give retrieval a question
+                    log.warning("condensing with the chat model failed (%s); the rules decide", exc)
+                    rewrite = None
+                if rewrite is not None:
+                    standalone, how = rewrite, "model"
+            if how == "none":
+                standalone, how = condense_by_rules(question, previous, answered_from(state.get("context") or []))
+    # The condense node opens the turn: timings and stages start fresh here.
+    return {"standalone_question": standalone, "condensed_by": how, "timings_ms": {"condense": sw.ms},
+            "stages": {}, "abstain": False, "answer": "", "citations": [], "sentences": [],
+            "evidence": [], "evidence_markdown": ""}

@@ -1,0 +1,96 @@
+"""condense: follow-ups made standalone before retrieval; the first question of a conversation
+and questions that stand on their own are left as asked."""
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+
+from fakes import config_for, make_resources
+from nodes.condense import condense, condense_by_rules, leans_on_previous, trusted_rewrite
+
+PREVIOUS_CONTEXT = [{"chunk_id": "x", "source": "budgeting/categories.md", "rerank_score": 0.8,
+                     "heading_path": ["Categories", "Renaming or Deleting a Category"], "text": "..."},
+                    {"chunk_id": "y", "source": "other.md", "rerank_score": 0.5, "heading_path": ["Other"],
+                     "text": "..."}]
+
+
+@pytest.mark.parametrize("question", [
+    "And where do I turn it off?",
+    "What about the three-dot menu above those columns?",
+    "Is the copy on my laptop protected too?",
+    "Where do I turn that off for just one payee?",
+    "What if I need to edit one of them anyway?",
+    "And the price?",
+])
+def test_questions_that_lean_on_the_previous_turn(question):
+    assert leans_on_previous(question)
+
+
+@pytest.mark.parametrize("question", [
+    "How do I export my budget as a CSV file?",
+    "Which field holds the number of life jackets?",
+    "Is there a dark mode in the settings page?",
+])
+def test_questions_that_stand_on_their_own(question):
+    assert not leans_on_previous(question)
+
+
+def test_rules_carry_the_previous_answers_section_or_else_the_previous_questions_terms():
+    previous = "How do I delete a category I don't use anymore?"
+    follow_up = "What happens to the money that's still in it?"
+    assert condense_by_rules(follow_up, previous, ["Categories", "Renaming or Deleting a Category"]) == (
+        "What happens to the money that's still in it? — about: Categories > Renaming or Deleting a Category", "rules")
+    assert condense_by_rules(follow_up, previous) == (
+        "What happens to the money that's still in it? — about: delete category use", "rules")
+    assert condense_by_rules("How do I export my budget as a CSV file?", previous) == (
+        "How do I export my budget as a CSV file?", "none")
+    assert condense_by_rules(follow_up, None) == (follow_up, "none")
+
+
+def test_a_rewrite_is_trusted_only_as_one_question_about_the_same_thing():
+    assert trusted_rewrite("Where do I turn off automatic rules for a payee?", "Where do I turn that off?") \
+        == "Where do I turn off automatic rules for a payee?"
+    assert trusted_rewrite("You can turn it off in Settings.", "Where do I turn that off?") is None  # an answer
+    assert trusted_rewrite("What is the weather?", "Where do I turn that off?") is None  # lost the question
+    assert trusted_rewrite("First line?\nSecond line?", "Where do I turn that off?") is None
+
+
+def follow_up_state(question="And where do I turn it off?"):
+    return {"question": question, "standalone_question": "How do I turn on automatic rules?",
+            "messages": [HumanMessage("How do I turn on automatic rules?"), AIMessage("> quoted [1]")],
+            "context": PREVIOUS_CONTEXT, "timings_ms": {"generate": 9.0}, "stages": {"cap": ["old"]}}
+
+
+def test_the_node_opens_the_turn_and_condenses_by_rules_with_the_local_model():
+    resources = make_resources([], chat_model=None)
+    update = condense(follow_up_state(), config_for(resources))
+    assert update["standalone_question"] == (
+        "And where do I turn it off? — about: Categories > Renaming or Deleting a Category")
+    assert update["condensed_by"] == "rules"
+    assert update["timings_ms"].keys() == {"condense"} and update["stages"] == {}
+    assert update["answer"] == "" and update["citations"] == [] and update["abstain"] is False
+
+
+def test_the_first_question_is_its_own_standalone_question():
+    update = condense({"question": "  And   what is it? "}, config_for(make_resources([])))
+    assert update["standalone_question"] == "And what is it?" and update["condensed_by"] == "none"
+
+
+def test_the_model_rewrites_when_asked_and_the_rules_step_in_when_its_reply_is_not_a_question():
+    good = GenericFakeChatModel(messages=iter([AIMessage("Where do I turn off automatic rules?")]))
+    update = condense(follow_up_state(), config_for(make_resources([], chat_model=good), condense="model"))
+    assert (update["standalone_question"], update["condensed_by"]) == ("Where do I turn off automatic rules?", "model")
+    chatty = GenericFakeChatModel(messages=iter([AIMessage("Sure! Open Settings and untick it.")]))
+    update = condense(follow_up_state(), config_for(make_resources([], chat_model=chatty), condense="model"))
+    assert update["condensed_by"] == "rules"
+
+
+def test_condense_off_leaves_the_question_alone():
+    update = condense(follow_up_state(), config_for(make_resources([]), condense="off"))
+    assert update["standalone_question"] == "And where do I turn it off?" and update["condensed_by"] == "none"
+
+
+def test_an_unknown_condense_mode_is_a_clear_error():
+    from graph.runtime import InvalidOption
+
+    with pytest.raises(InvalidOption, match="option condense: .*'auto', 'model', 'rules' or 'off'"):
+        condense(follow_up_state(), config_for(make_resources([]), condense="sometimes"))
