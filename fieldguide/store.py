@@ -3,8 +3,8 @@
 * `<Collection>` holds the chunks: every field of the chunk record as a typed property, the
   vector supplied by fieldguide (no vectorizer), HNSW with cosine distance.
 * `<Collection>Manifest` holds one object describing how the index was built (embedding model
-  id, dimension, chunker version), so a query or an ingest with another model is refused
-  instead of silently comparing vectors from two different spaces.
+  id, dimension, chunker version, embedding backend), so a query or an ingest with another
+  model or backend is refused instead of silently comparing vectors from two different spaces.
 * `<Collection>Files` holds one object per source file (sha256 of its raw bytes, chunk count):
   what incremental ingest compares against.
 
@@ -21,6 +21,9 @@ from urllib.parse import urlparse
 from fieldguide.errors import ModelMismatch, StoreUnavailable
 
 MANIFEST_UUID = "00000000-0000-5000-8000-000000000001"
+# Manifests written before the backend was recorded: every index was then built by
+# sentence-transformers on torch.
+LEGACY_EMBEDDING_BACKEND = "torch"
 FILE_NAMESPACE = uuidlib.UUID("0f6b9a51-7c2e-5d4f-9a3b-1e2d3c4b5a69")
 
 # chunk record fields (DESIGN's chunk table) and how Weaviate stores them
@@ -51,6 +54,17 @@ def mismatch_message(collection: str, built_with: str, configured: str) -> str:
         f"Collection {collection} was built with embedding model {built_with!r}, but the configured "
         f"model is {configured!r}. Rebuild it with `fieldguide ingest DOCS_DIR --reindex`, or set "
         f"FIELDGUIDE_EMBEDDING_MODEL={built_with} to use the index as it is.")
+
+
+def backend_mismatch_message(collection: str, built_with: str, configured: str) -> str:
+    backend = built_with.split("-", 1)[0]
+    quantization = built_with.split("-", 1)[1] if "-" in built_with else None
+    use_as_is = f"FIELDGUIDE_EMBEDDING_BACKEND={backend}" + (
+        f" FIELDGUIDE_EMBEDDING_QUANTIZATION={quantization}" if quantization else "")
+    return (
+        f"Collection {collection} was built with the {built_with!r} embedding backend, but the configured "
+        f"backend is {configured!r}; their vectors differ. Rebuild it with `fieldguide ingest DOCS_DIR "
+        f"--reindex`, or set {use_as_is} to use the index as it is.")
 
 
 class ChunkStore:
@@ -115,7 +129,8 @@ class ChunkStore:
             self.client.collections.create(
                 self.manifest_name, description=f"how {self.name} was built",
                 vector_config=no_vectors,
-                properties=[text("embedding_model"), integer("dimension"), text("chunker_version")])
+                properties=[text("embedding_model"), integer("dimension"), text("chunker_version"),
+                            text("embedding_backend")])
         if not self.client.collections.exists(self.files_name):
             self.client.collections.create(
                 self.files_name, description=f"source files ingested into {self.name}",
@@ -137,23 +152,39 @@ class ChunkStore:
             return None
         props = obj.properties
         return {"embedding_model": props.get("embedding_model"), "dimension": props.get("dimension"),
-                "chunker_version": props.get("chunker_version")}
+                "chunker_version": props.get("chunker_version"),
+                "embedding_backend": props.get("embedding_backend") or LEGACY_EMBEDDING_BACKEND}
 
-    def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str) -> None:
+    def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str,
+                     embedding_backend: str) -> None:
         self.ensure_collections()
+        self._ensure_manifest_property("embedding_backend")
         manifest = self.client.collections.use(self.manifest_name)
         properties = {"embedding_model": embedding_model, "dimension": int(dimension),
-                      "chunker_version": str(chunker_version)}
+                      "chunker_version": str(chunker_version), "embedding_backend": str(embedding_backend)}
         if manifest.data.exists(MANIFEST_UUID):
             manifest.data.replace(uuid=MANIFEST_UUID, properties=properties)
         else:
             manifest.data.insert(properties=properties, uuid=MANIFEST_UUID)
 
-    def check_manifest(self, embedding_model_id: str) -> dict | None:
-        """The manifest, or None for an index never built; ModelMismatch for another model."""
+    def _ensure_manifest_property(self, name: str) -> None:
+        """A manifest collection made before `name` existed gets it (the schema is explicit)."""
+        from weaviate.classes.config import DataType, Property, Tokenization
+
+        config = self.client.collections.use(self.manifest_name).config
+        if any(prop.name == name for prop in config.get().properties):
+            return
+        config.add_property(Property(name=name, data_type=DataType.TEXT, tokenization=Tokenization.FIELD,
+                                     index_searchable=False, skip_vectorization=True))
+
+    def check_manifest(self, embedding_model_id: str, embedding_backend: str | None = None) -> dict | None:
+        """The manifest, or None for an index never built; ModelMismatch for another model or
+        (when given) another embedding backend."""
         manifest = self.manifest()
         if manifest and manifest["embedding_model"] != embedding_model_id:
             raise ModelMismatch(mismatch_message(self.name, manifest["embedding_model"], embedding_model_id))
+        if manifest and embedding_backend is not None and manifest["embedding_backend"] != embedding_backend:
+            raise ModelMismatch(backend_mismatch_message(self.name, manifest["embedding_backend"], embedding_backend))
         return manifest
 
     # --- per-file hashes (incremental ingest) ---------------------------------------------
@@ -319,15 +350,17 @@ class ChunkStore:
         return (f"collection {self.name} holds {stored} chunks but a vector search finds none (its vector "
                 f"index is empty or damaged): run `fieldguide ingest DOCS_DIR --reindex`")
 
-    def ready(self, embedding_model_id: str | None = None) -> bool:
-        """Weaviate answers and the collection exists (built with `embedding_model_id`, when given)."""
+    def ready(self, embedding_model_id: str | None = None, embedding_backend: str | None = None) -> bool:
+        """Weaviate answers and the collection exists (built with `embedding_model_id` and
+        `embedding_backend`, when given)."""
         try:
             if not (self.client.is_ready() and self.exists()):
                 return False
             if embedding_model_id is None:
                 return True
             manifest = self.manifest()
-            return bool(manifest) and manifest["embedding_model"] == embedding_model_id
+            return (bool(manifest) and manifest["embedding_model"] == embedding_model_id
+                    and embedding_backend in (None, manifest["embedding_backend"]))
         except Exception:
             return False
 

@@ -12,9 +12,11 @@ class CountingEmbeddings:
     """Wraps the real model and counts what it was asked to embed."""
 
     def __init__(self, inner):
+        from fieldguide.embedding import embedding_dimension
+
         self.inner = inner
         self.texts = 0
-        self._client = inner._client
+        self.dimension = embedding_dimension(inner)
 
     def embed_documents(self, texts):
         self.texts += len(texts)
@@ -127,3 +129,88 @@ def test_split_section_parts_come_back_in_order(tmp_path, weaviate_settings, emb
     assert [p["chunk_id"] for p in parts] == [c.chunk_id for c in sorted(split, key=lambda c: c.part_index)
                                              if c.group_id == split[0].group_id]
     assert all(p["part_count"] == split[0].part_count for p in parts)
+
+
+def test_encoding_starts_while_later_files_are_still_being_chunked(tmp_path, weaviate_settings, embeddings,
+                                                                   monkeypatch):
+    """Rounds of three texts: the first round is embedded before the last file is chunked, and
+    every chunk, file record and empty page still lands."""
+    import threading
+    import time
+
+    import ingest.pipeline
+    from ingest.chunker import Chunker
+
+    docs = write_corpus(tmp_path / "docs")
+    (docs / "zz-empty.md").write_text("", encoding="utf-8")
+    expected = _expected_chunks(docs)
+    monkeypatch.setattr(ingest.pipeline, "TEXTS_PER_ROUND", 3)
+    events: list[tuple[str, str]] = []
+    chunk_bytes = Chunker.chunk_bytes
+
+    def slow_chunk_bytes(self, raw, source):
+        if events:  # every file after the first takes a while to chunk
+            time.sleep(0.3)
+        chunked = chunk_bytes(self, raw, source)
+        events.append(("chunked", source))
+        return chunked
+
+    class RecordingEmbeddings(CountingEmbeddings):
+        def embed_documents(self, texts):
+            events.append(("embedded", threading.current_thread().name))
+            return super().embed_documents(texts)
+
+    monkeypatch.setattr(Chunker, "chunk_bytes", slow_chunk_bytes)
+    recording = RecordingEmbeddings(embeddings)
+    summary, count, sources = _ingest(docs, weaviate_settings, recording)
+    kinds = [kind for kind, _ in events]
+    assert kinds.index("embedded") < len(kinds) - 1 - kinds[::-1].index("chunked")
+    total = sum(len(chunks) for chunks in expected.values())
+    assert summary.texts_embedded == recording.texts == summary.chunks_written == count == total
+    assert sources == {source for source, chunks in expected.items() if chunks}
+    again, _, _ = _ingest(docs, weaviate_settings, recording)
+    assert (again.files_seen, again.files_skipped, again.texts_embedded) == (5, 5, 0)  # the empty page too
+
+
+def test_another_embedding_backend_is_refused_naming_reindex(tmp_path, weaviate_settings, embeddings):
+    from fieldguide.errors import ModelMismatch
+    from fieldguide.service.readiness import store_readiness
+    from graph.runtime import Resources
+
+    docs = write_corpus(tmp_path / "docs")
+    _ingest(docs, weaviate_settings.model_copy(update={"embedding_backend": "onnx"}), embeddings)
+    other = weaviate_settings.model_copy(update={"embedding_backend": "torch"})
+    with pytest.raises(ModelMismatch, match="--reindex") as raised:
+        _ingest(docs, other, embeddings)
+    assert "'onnx-int8'" in str(raised.value) and "FIELDGUIDE_EMBEDDING_BACKEND=onnx" in str(raised.value)
+    resources = Resources(other, embeddings=embeddings)
+    try:
+        with pytest.raises(ModelMismatch, match="--reindex"):
+            resources.check_manifest()
+    finally:
+        resources.close()
+    assert "--reindex" in store_readiness(other)()
+    assert store_readiness(weaviate_settings.model_copy(update={"embedding_backend": "onnx"}))() is None
+
+
+def test_a_manifest_from_before_backends_reads_as_torch_and_takes_the_new_property(weaviate_settings):
+    from weaviate.classes.config import Configure, DataType, Property
+
+    from fieldguide.errors import ModelMismatch
+    from fieldguide.store import MANIFEST_UUID, open_store
+
+    with open_store(weaviate_settings) as store:
+        store.client.collections.create(  # the manifest collection as earlier versions made it
+            store.manifest_name, vector_config=Configure.Vectors.self_provided(),
+            properties=[Property(name="embedding_model", data_type=DataType.TEXT),
+                        Property(name="dimension", data_type=DataType.INT),
+                        Property(name="chunker_version", data_type=DataType.TEXT)])
+        store.client.collections.use(store.manifest_name).data.insert(
+            {"embedding_model": "m", "dimension": 3, "chunker_version": "1"}, uuid=MANIFEST_UUID)
+        assert store.manifest()["embedding_backend"] == "torch"
+        assert store.check_manifest("m", "torch")["dimension"] == 3
+        with pytest.raises(ModelMismatch, match="FIELDGUIDE_EMBEDDING_BACKEND=torch"):
+            store.check_manifest("m", "onnx-int8")
+        store.set_manifest("m", 3, "2", "onnx-int8")
+        assert store.manifest() == {"embedding_model": "m", "dimension": 3, "chunker_version": "2",
+                                    "embedding_backend": "onnx-int8"}
