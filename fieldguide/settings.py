@@ -50,7 +50,8 @@ class Settings(BaseSettings):
         "onnx", description="`onnx` (the model exported once to ONNX, run by ONNX Runtime without torch) or "
         "`torch` (sentence-transformers). An index is queried with the backend that built it.")
     embedding_quantization: str = Field(
-        "int8", description="Weights of the onnx backend's export: `int8` (dynamic, per channel) or `none` (fp32).")
+        "none", description="Weights of the onnx backend's export: `none` (fp32, the vectors of the torch backend) "
+        "or `int8` (dynamic, per channel: about twice as fast, vectors drift slightly; see docs/BENCHMARKS.md).")
     model_cache_dir: Path | None = Field(
         None, description="Where models exported for the onnx backend are kept; default <data_dir>/models.")
 

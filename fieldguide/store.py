@@ -179,11 +179,12 @@ class ChunkStore:
 
     def check_manifest(self, embedding_model_id: str, embedding_backend: str | None = None) -> dict | None:
         """The manifest, or None for an index never built; ModelMismatch for another model or
-        (when given) another embedding backend."""
+        (when given) an embedding backend whose vectors are not interchangeable with the index's."""
         manifest = self.manifest()
         if manifest and manifest["embedding_model"] != embedding_model_id:
             raise ModelMismatch(mismatch_message(self.name, manifest["embedding_model"], embedding_model_id))
-        if manifest and embedding_backend is not None and manifest["embedding_backend"] != embedding_backend:
+        if manifest and embedding_backend is not None and not _interchangeable(manifest["embedding_backend"],
+                                                                               embedding_backend):
             raise ModelMismatch(backend_mismatch_message(self.name, manifest["embedding_backend"], embedding_backend))
         return manifest
 
@@ -360,9 +361,15 @@ class ChunkStore:
                 return True
             manifest = self.manifest()
             return (bool(manifest) and manifest["embedding_model"] == embedding_model_id
-                    and embedding_backend in (None, manifest["embedding_backend"]))
+                    and (embedding_backend is None or _interchangeable(manifest["embedding_backend"], embedding_backend)))
         except Exception:
             return False
+
+
+def _interchangeable(built_with: str, configured: str) -> bool:
+    from fieldguide.embedding import interchangeable
+
+    return interchangeable(built_with, configured)
 
 
 def _as_list(vector) -> list[float]:

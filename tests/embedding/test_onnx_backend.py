@@ -67,6 +67,14 @@ def onnx_embeddings():
     return load_embeddings(Settings(embedding_backend="onnx", embedding_quantization="int8"))
 
 
+def test_the_fp32_graph_gives_the_torch_backends_vectors(torch_vectors):
+    from fieldguide.embedding import load_embeddings
+
+    fp32 = load_embeddings(Settings(embedding_backend="onnx", embedding_quantization="none"))
+    vectors = np.asarray(fp32.embed_documents(TEXTS))
+    assert (vectors * torch_vectors).sum(axis=1).min() > 0.9999
+
+
 def test_int8_vectors_stay_close_to_the_torch_backend(onnx_embeddings, torch_vectors):
     vectors = np.asarray(onnx_embeddings.embed_documents(TEXTS))
     assert vectors.shape == torch_vectors.shape == (len(TEXTS), 384)
@@ -150,7 +158,7 @@ def test_a_damaged_export_is_a_clear_error(tmp_path, onnx_embeddings):
     from fieldguide.embedding import embedding_model_id, embedding_model_path, load_embeddings
     from fieldguide.onnx_export import export_dir
 
-    settings = Settings(model_cache_dir=tmp_path / "models", embedding_backend="onnx")
+    settings = Settings(model_cache_dir=tmp_path / "models", embedding_backend="onnx", embedding_quantization="int8")
     target = export_dir(tmp_path / "models", embedding_model_id(settings), embedding_model_path(settings), "int8")
     shutil.copytree(onnx_embeddings.folder, target)
     (target / "model.onnx").write_bytes(b"not a model")
@@ -170,16 +178,25 @@ def test_unknown_backend_or_quantisation_is_a_clear_error(update, variable):
 
 
 def test_backend_ids_name_the_backend_and_the_quantisation():
-    from fieldguide.embedding import embedding_backend_id
+    from fieldguide.embedding import embedding_backend_id, interchangeable
 
     assert embedding_backend_id(Settings(embedding_backend="torch")) == "torch"
-    assert embedding_backend_id(Settings(embedding_backend="onnx")) == "onnx-int8"
-    assert embedding_backend_id(Settings(embedding_backend="ONNX", embedding_quantization="none")) == "onnx-none"
+    assert embedding_backend_id(Settings(embedding_backend="onnx", embedding_quantization="none")) == "onnx-none"
+    assert embedding_backend_id(Settings(embedding_backend="ONNX", embedding_quantization="int8")) == "onnx-int8"
+    assert interchangeable("torch", "onnx-none") and interchangeable("onnx-none", "torch")
+    assert not interchangeable("torch", "onnx-int8") and not interchangeable("onnx-int8", "onnx-none")
+    assert interchangeable("onnx-int8", "onnx-int8") and not interchangeable("something-else", "torch")
+
+
+def test_the_default_is_the_fp32_onnx_graph():
+    defaults = {name: field.default for name, field in Settings.model_fields.items()}
+    assert (defaults["embedding_backend"], defaults["embedding_quantization"]) == ("onnx", "none")
 
 
 def test_the_onnx_backend_embeds_without_importing_torch(onnx_embeddings):
     code = ("import sys; from fieldguide.embedding import load_embeddings; from fieldguide.settings import Settings; "
-            "vector = load_embeddings(Settings(embedding_backend='onnx')).embed_query('where is the budget?'); "
+            "vector = load_embeddings(Settings(embedding_backend='onnx', embedding_quantization='int8'))"
+            ".embed_query('where is the budget?'); "
             "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'langchain_huggingface') "
             "if m in sys.modules); print(len(vector), heavy)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,

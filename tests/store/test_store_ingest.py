@@ -172,25 +172,49 @@ def test_encoding_starts_while_later_files_are_still_being_chunked(tmp_path, wea
     assert (again.files_seen, again.files_skipped, again.texts_embedded) == (5, 5, 0)  # the empty page too
 
 
-def test_another_embedding_backend_is_refused_naming_reindex(tmp_path, weaviate_settings, embeddings):
+def test_an_int8_index_is_refused_to_the_fp32_backends_naming_reindex(tmp_path, weaviate_settings, embeddings):
     from fieldguide.errors import ModelMismatch
     from fieldguide.service.readiness import store_readiness
     from graph.runtime import Resources
 
     docs = write_corpus(tmp_path / "docs")
-    _ingest(docs, weaviate_settings.model_copy(update={"embedding_backend": "onnx"}), embeddings)
-    other = weaviate_settings.model_copy(update={"embedding_backend": "torch"})
-    with pytest.raises(ModelMismatch, match="--reindex") as raised:
-        _ingest(docs, other, embeddings)
-    assert "'onnx-int8'" in str(raised.value) and "FIELDGUIDE_EMBEDDING_BACKEND=onnx" in str(raised.value)
-    resources = Resources(other, embeddings=embeddings)
-    try:
-        with pytest.raises(ModelMismatch, match="--reindex"):
-            resources.check_manifest()
-    finally:
-        resources.close()
-    assert "--reindex" in store_readiness(other)()
-    assert store_readiness(weaviate_settings.model_copy(update={"embedding_backend": "onnx"}))() is None
+    int8 = weaviate_settings.model_copy(update={"embedding_backend": "onnx", "embedding_quantization": "int8"})
+    _ingest(docs, int8, embeddings)
+    for update in ({"embedding_backend": "torch"}, {"embedding_backend": "onnx", "embedding_quantization": "none"}):
+        other = weaviate_settings.model_copy(update=update)
+        with pytest.raises(ModelMismatch, match="--reindex") as raised:
+            _ingest(docs, other, embeddings)
+        assert ("'onnx-int8'" in str(raised.value)
+                and "FIELDGUIDE_EMBEDDING_BACKEND=onnx FIELDGUIDE_EMBEDDING_QUANTIZATION=int8" in str(raised.value))
+        resources = Resources(other, embeddings=embeddings)
+        try:
+            with pytest.raises(ModelMismatch, match="--reindex"):
+                resources.check_manifest()
+        finally:
+            resources.close()
+        assert "--reindex" in store_readiness(other)()
+    assert store_readiness(int8)() is None
+
+
+def test_torch_and_the_fp32_onnx_graph_share_an_index(tmp_path, weaviate_settings, embeddings):
+    from fieldguide.store import open_store
+
+    docs = write_corpus(tmp_path / "docs")
+    torch = weaviate_settings.model_copy(update={"embedding_backend": "torch"})
+    fp32 = weaviate_settings.model_copy(update={"embedding_backend": "onnx", "embedding_quantization": "none"})
+    _ingest(docs, torch, embeddings)
+    (docs / "reports.md").write_text("# Reports\n\nReports show spending by category.\n", encoding="utf-8")
+    summary, _, _ = _ingest(docs, fp32, embeddings)  # accepted: the same vectors
+    assert summary.files_changed == 1
+    with open_store(fp32) as store:
+        assert store.check_manifest(*_identity(fp32))["embedding_backend"] == "torch"  # as built
+        assert store.ready(*_identity(torch)) and store.ready(*_identity(fp32))
+
+
+def _identity(settings):
+    from fieldguide.embedding import embedding_backend_id, embedding_model_id
+
+    return embedding_model_id(settings), embedding_backend_id(settings)
 
 
 def test_a_manifest_from_before_backends_reads_as_torch_and_takes_the_new_property(weaviate_settings):
