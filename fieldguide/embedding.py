@@ -69,20 +69,21 @@ def model_cache_dir(settings) -> Path:
     return Path(settings.model_cache_dir or Path(settings.data_dir) / "models")
 
 
+def _choice(settings, name: str, choices: tuple[str, ...], default: str) -> str:
+    """A lower-cased setting that must be one of `choices`; a clear error naming its variable."""
+    value = str(getattr(settings, name) or default).strip().lower()
+    if value not in choices:
+        raise ModelUnavailable(f"FIELDGUIDE_{name.upper()}={getattr(settings, name)!r}: expected "
+                               f"{' or '.join(choices)}")
+    return value
+
+
 def embedding_backend(settings) -> str:
-    backend = str(settings.embedding_backend or "onnx").strip().lower()
-    if backend not in BACKENDS:
-        raise ModelUnavailable(f"FIELDGUIDE_EMBEDDING_BACKEND={settings.embedding_backend!r}: expected "
-                               f"{' or '.join(BACKENDS)}")
-    return backend
+    return _choice(settings, "embedding_backend", BACKENDS, "onnx")
 
 
 def embedding_quantization(settings) -> str:
-    quantization = str(settings.embedding_quantization or "none").strip().lower()
-    if quantization not in QUANTIZATIONS:
-        raise ModelUnavailable(f"FIELDGUIDE_EMBEDDING_QUANTIZATION={settings.embedding_quantization!r}: expected "
-                               f"{' or '.join(QUANTIZATIONS)}")
-    return quantization
+    return _choice(settings, "embedding_quantization", QUANTIZATIONS, "none")
 
 
 def interchangeable(built_with: str, configured: str) -> bool:
