@@ -1,4 +1,12 @@
 # The fieldguide app. Weaviate runs in its own container (see docker-compose.yml).
+
+# The chat page's libraries (marked, DOMPurify), from the npm registry at the versions of
+# package-lock.json; the app stage copies them in, so the page renders Markdown.
+FROM node:22-slim AS web
+WORKDIR /web
+COPY fieldguide/web/package.json fieldguide/web/package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -17,8 +25,10 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY . /app
-# CPU-only torch wheels keep the image small
-RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu .
+COPY --from=web /web/node_modules /app/fieldguide/web/node_modules
+# CPU-only torch wheels keep the image small; text models only: llama.cpp's multimodal library
+# is left out of its build (as scripts/setup.sh does).
+RUN CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip install --extra-index-url https://download.pytorch.org/whl/cpu .
 
 EXPOSE 8000
 CMD ["sh", "-c", "fieldguide ingest \"${FIELDGUIDE_DOCS_DIR:-/docs}\" && exec fieldguide serve --host 0.0.0.0 --port 8000"]

@@ -10,9 +10,17 @@ once to ONNX and run by ONNX Runtime without torch (`fieldguide.onnx_export`,
 through langchain-huggingface. The index manifest records which one built it
 (`embedding_backend_id`); the fp32 graph gives torch's vectors, so those two share an index,
 while int8 vectors drift and an int8 index is refused to the others, like another model.
+
+Models trained with instruction prefixes (E5: "query: " / "passage: ", BGE's query
+instruction) get them from their own sentence-transformers config
+(`config_sentence_transformers.json`, `prompts`) or from the settings
+`FIELDGUIDE_EMBEDDING_QUERY_PROMPT` / `FIELDGUIDE_EMBEDDING_PASSAGE_PROMPT`. The prefix is put
+before each text on its way to the encoder, whatever the backend, and the index manifest
+records both, so a query is never embedded with other prompts than the index was.
 """
 from __future__ import annotations
 
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -135,11 +143,69 @@ def _load(path: str, batch_size: int):
 
 def load_embeddings(settings):
     """The configured backend's embeddings (`embed_documents`, `embed_query`), loaded once per
-    model, backend and batch size: OnnxEmbeddings, or langchain-huggingface's (normalized, CPU)."""
+    model, backend and batch size: OnnxEmbeddings, or langchain-huggingface's (normalized, CPU),
+    with the model's query and passage prompts put before the texts."""
     if embedding_backend(settings) == "onnx":
-        return _load_onnx(str(model_cache_dir(settings)), embedding_model_id(settings), embedding_model_path(settings),
-                          embedding_quantization(settings), int(settings.embedding_batch_size))
-    return _load(embedding_model_path(settings), int(settings.embedding_batch_size))
+        embeddings = _load_onnx(str(model_cache_dir(settings)), embedding_model_id(settings),
+                                embedding_model_path(settings), embedding_quantization(settings),
+                                int(settings.embedding_batch_size))
+    else:
+        embeddings = _load(embedding_model_path(settings), int(settings.embedding_batch_size))
+    query_prompt, passage_prompt = embedding_prompts(settings)
+    return PromptedEmbeddings(embeddings, query_prompt, passage_prompt) if query_prompt or passage_prompt else embeddings
+
+
+def _model_prompts(path: str) -> dict:
+    """The `prompts` of a sentence-transformers model's own config, when it has any."""
+    config = Path(path) / "config_sentence_transformers.json"
+    if not config.is_file():
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(path, "config_sentence_transformers.json")
+        except Exception:  # not a hub name, no cache: no prompts known
+            return {}
+        if not isinstance(cached, str):
+            return {}
+        config = Path(cached)
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if data.get("default_prompt_name"):  # sentence-transformers applies that one itself
+        return {}
+    prompts = data.get("prompts")
+    return prompts if isinstance(prompts, dict) else {}
+
+
+def embedding_prompts(settings) -> tuple[str, str]:
+    """(query prompt, passage prompt): the settings' where set, else the model's own."""
+    prompts = _model_prompts(embedding_model_path(settings))
+    query = settings.embedding_query_prompt
+    passage = settings.embedding_passage_prompt
+    if query is None:
+        query = prompts.get("query") or ""
+    if passage is None:
+        passage = prompts.get("passage") or prompts.get("document") or ""
+    return str(query), str(passage)
+
+
+class PromptedEmbeddings:
+    """Embeddings that put the query prompt before questions and the passage prompt before chunks."""
+
+    def __init__(self, embeddings, query_prompt: str, passage_prompt: str):
+        self.embeddings = embeddings
+        self.query_prompt = query_prompt
+        self.passage_prompt = passage_prompt
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embeddings.embed_query(self.query_prompt + text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embeddings.embed_documents([self.passage_prompt + text for text in texts])
+
+    def __getattr__(self, name):  # the model's other attributes (its client, for the dimension)
+        return getattr(self.embeddings, name)
 
 
 def embedding_dimension(embeddings) -> int:

@@ -54,6 +54,12 @@ class Settings(BaseSettings):
         "or `int8` (dynamic, per channel: about twice as fast, vectors drift slightly; see docs/BENCHMARKS.md).")
     model_cache_dir: Path | None = Field(
         None, description="Where models exported for the onnx backend are kept; default <data_dir>/models.")
+    embedding_query_prompt: str | None = Field(
+        None, description="Text put before every question on its way to the embedding model (E5: 'query: '); "
+        "unset: the model's own sentence-transformers prompt, if any.")
+    embedding_passage_prompt: str | None = Field(
+        None, description="Text put before every chunk on its way to the embedding model (E5: 'passage: '); "
+        "unset: the model's own sentence-transformers prompt, if any.")
 
     # --- store ------------------------------------------------------------------------
     weaviate_url: str | None = Field(None, description="External Weaviate (http://host:8080); unset: run one locally.")
@@ -65,19 +71,27 @@ class Settings(BaseSettings):
     collection: str = "FieldguideChunks"
 
     # --- query pipeline (per-request overridable) ----------------------------------
-    # Defaults tuned on the development corpus with the offline defaults (docs/TUNING.md).
+    # Defaults chosen on the mean over both development corpora with the offline defaults
+    # (docs/TUNING.md). Unset thresholds come from the index's own calibration.
     search_k: int = 20
     min_similarity: float = 0.25
     reranker_model: str | None = Field(
         None, description="sentence-transformers CrossEncoder name or path; unset: the fallback scorer.")
-    rerank_min: float = Field(
-        0.55, description="Strict minimum rerank score, on the active scorer's scale (the fallback scorer's "
-        "by default; a cross-encoder's raw logits need their own value).")
+    rerank_min: float | None = Field(
+        None, description="Strict minimum rerank score, on the active scorer's scale; unset: the index's "
+        "calibration (the best score an off-topic probe question reaches in this index).")
+    abstain_margin: float | None = Field(
+        None, description="Abstain when the best candidate's score stands less than this far above the median "
+        "of the question's candidates; unset: the index's calibration.")
+    rank_window: float | None = Field(
+        3.0, description="Leave out chunks scoring more than this many of the index's margin units (the median "
+        "margin of its off-topic probes) below the best one; unset: no window.")
     max_chunks: int = 4
     context_token_budget: int = Field(800, description="Tokens of context after reassembly (embedding tokenizer).")
     hybrid_alpha: float | None = Field(None, description="Use hybrid (BM25+vector) search with this alpha.")
     screen_k: int = Field(
-        6, description="Screen-only candidates searched in addition to search_k for screen and ambiguous questions.")
+        0, description="Screen-only candidates searched in addition to search_k for questions the wording "
+        "marks as screen or ambiguous (no effect on either development corpus with the BM25 scorer: off).")
     parent_intro: bool = Field(
         True, description="Add a subsection hit's parent section intro (its own first part) when the budget allows.")
     dedupe: bool = Field(
@@ -104,6 +118,16 @@ class Settings(BaseSettings):
         4000, description="Events kept per conversation for replay; the oldest are dropped beyond this.")
     web_modules_dir: Path | None = Field(
         None, description="node_modules holding the chat page's libraries; default fieldguide/web/node_modules.")
+
+    # --- public routes (/rag, /v1/chat/completions, /mcp, the widget) -----------------------
+    # A client may lower these options per request but never raise them past the limit.
+    public_max_search_k: int = Field(100, description="Most search candidates (search_k, screen_k) a client may ask for.")
+    public_max_chunks: int = Field(12, description="Most chunks (max_chunks, MCP search_docs k) a client may ask for.")
+    public_max_context_token_budget: int = Field(4000, description="Largest context_token_budget a client may ask for.")
+    public_max_answer_tokens: int = Field(1024, description="Largest max_answer_tokens (OpenAI max_tokens) a client may ask for.")
+    allowed_origins: str = Field(
+        "", description="Comma-separated origins (scheme://host[:port]) whose pages may call the API from a browser, "
+        "e.g. the widget on a docs site; `*` allows any. Other cross-origin browser requests get 403.")
 
 
 @lru_cache(maxsize=1)

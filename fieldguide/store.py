@@ -3,8 +3,11 @@
 * `<Collection>` holds the chunks: every field of the chunk record as a typed property, the
   vector supplied by fieldguide (no vectorizer), HNSW with cosine distance.
 * `<Collection>Manifest` holds one object describing how the index was built (embedding model
-  id, dimension, chunker version, embedding backend), so a query or an ingest with another
-  model or backend is refused instead of silently comparing vectors from two different spaces.
+  id, dimension, chunker version, embedding backend, the embedding prompts), so a query or an
+  ingest with another model or backend is refused instead of silently comparing vectors from two
+  different spaces. The same object carries the index's calibration (`fieldguide.calibration`),
+  and a second object its term statistics (`fieldguide.bm25`), kept apart because they are large
+  and read once.
 * `<Collection>Files` holds one object per source file (sha256 of its raw bytes, chunk count):
   what incremental ingest compares against.
 
@@ -24,6 +27,10 @@ MANIFEST_UUID = "00000000-0000-5000-8000-000000000001"
 # Manifests written before the backend was recorded: every index was then built by
 # sentence-transformers on torch.
 LEGACY_EMBEDDING_BACKEND = "torch"
+TERM_STATS_UUID = "00000000-0000-5000-8000-000000000002"
+# Manifest properties added after the first release: an older manifest collection gets them
+# added when the index is next written, and reads without them see None.
+PROFILE_PROPERTIES = ("calibration", "query_prompt", "passage_prompt", "term_stats")
 FILE_NAMESPACE = uuidlib.UUID("0f6b9a51-7c2e-5d4f-9a3b-1e2d3c4b5a69")
 
 # chunk record fields (DESIGN's chunk table) and how Weaviate stores them
@@ -125,12 +132,18 @@ class ChunkStore:
                     text("images", array=True, filterable=False),
                 ],
             )
+        added = [text("embedding_backend"), *(text(name, filterable=False) for name in PROFILE_PROPERTIES)]
         if not self.client.collections.exists(self.manifest_name):
             self.client.collections.create(
                 self.manifest_name, description=f"how {self.name} was built",
                 vector_config=no_vectors,
-                properties=[text("embedding_model"), integer("dimension"), text("chunker_version"),
-                            text("embedding_backend")])
+                properties=[text("embedding_model"), integer("dimension"), text("chunker_version"), *added])
+        else:  # a manifest from before the backend or profile properties: add what it lacks
+            manifest = self.client.collections.use(self.manifest_name)
+            present = {prop.name for prop in manifest.config.get().properties}
+            for prop in added:
+                if prop.name not in present:
+                    manifest.config.add_property(prop)
         if not self.client.collections.exists(self.files_name):
             self.client.collections.create(
                 self.files_name, description=f"source files ingested into {self.name}",
@@ -153,12 +166,13 @@ class ChunkStore:
         props = obj.properties
         return {"embedding_model": props.get("embedding_model"), "dimension": props.get("dimension"),
                 "chunker_version": props.get("chunker_version"),
-                "embedding_backend": props.get("embedding_backend") or LEGACY_EMBEDDING_BACKEND}
+                "embedding_backend": props.get("embedding_backend") or LEGACY_EMBEDDING_BACKEND,
+                "calibration": _json_or_none(props.get("calibration")),
+                "query_prompt": props.get("query_prompt"), "passage_prompt": props.get("passage_prompt")}
 
     def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str,
                      embedding_backend: str) -> None:
-        self.ensure_collections()
-        self._ensure_manifest_property("embedding_backend")
+        self.ensure_collections()  # an older manifest collection gains embedding_backend
         manifest = self.client.collections.use(self.manifest_name)
         properties = {"embedding_model": embedding_model, "dimension": int(dimension),
                       "chunker_version": str(chunker_version), "embedding_backend": str(embedding_backend)}
@@ -167,15 +181,27 @@ class ChunkStore:
         else:
             manifest.data.insert(properties=properties, uuid=MANIFEST_UUID)
 
-    def _ensure_manifest_property(self, name: str) -> None:
-        """A manifest collection made before `name` existed gets it (the schema is explicit)."""
-        from weaviate.classes.config import DataType, Property, Tokenization
+    def set_index_profile(self, calibration: dict, term_stats: str | None, query_prompt: str = "",
+                          passage_prompt: str = "") -> None:
+        """Record the index's calibration, embedding prompts and term statistics (after a write)."""
+        import json
 
-        config = self.client.collections.use(self.manifest_name).config
-        if any(prop.name == name for prop in config.get().properties):
-            return
-        config.add_property(Property(name=name, data_type=DataType.TEXT, tokenization=Tokenization.FIELD,
-                                     index_searchable=False, skip_vectorization=True))
+        manifest = self.client.collections.use(self.manifest_name)
+        manifest.data.update(uuid=MANIFEST_UUID, properties={
+            "calibration": json.dumps(calibration, sort_keys=True), "query_prompt": query_prompt,
+            "passage_prompt": passage_prompt})
+        properties = {"term_stats": term_stats or ""}
+        if manifest.data.exists(TERM_STATS_UUID):
+            manifest.data.replace(uuid=TERM_STATS_UUID, properties=properties)
+        else:
+            manifest.data.insert(properties=properties, uuid=TERM_STATS_UUID)
+
+    def term_stats_text(self) -> str | None:
+        """The stored term statistics (`fieldguide.bm25.TermStats.to_text`), or None."""
+        if not self.client.collections.exists(self.manifest_name):
+            return None
+        obj = self.client.collections.use(self.manifest_name).query.fetch_object_by_id(TERM_STATS_UUID)
+        return (obj.properties.get("term_stats") or None) if obj is not None else None
 
     def check_manifest(self, embedding_model_id: str, embedding_backend: str | None = None) -> dict | None:
         """The manifest, or None for an index never built; ModelMismatch for another model or
@@ -245,6 +271,20 @@ class ChunkStore:
         if not self.exists():
             return 0
         return int(self.chunks.aggregate.over_all(total_count=True).total_count or 0)
+
+    def count_kind(self, content_kind: str) -> int:
+        """How many chunks have this `content_kind`."""
+        if not self.exists():
+            return 0
+        result = self.chunks.aggregate.over_all(total_count=True, filters=_kind_filter(content_kind))
+        return int(result.total_count or 0)
+
+    def iter_documents(self) -> Iterator[tuple[list[str], str]]:
+        """(heading_path, text) of every chunk, for the term statistics."""
+        if not self.exists():
+            return
+        for obj in self.chunks.iterator(return_properties=["heading_path", "text"]):
+            yield list(obj.properties.get("heading_path") or []), obj.properties.get("text") or ""
 
     def sources(self) -> set[str]:
         return {obj.properties["source"] for obj in self.chunks.iterator(return_properties=["source"])}
@@ -370,6 +410,17 @@ def _interchangeable(built_with: str, configured: str) -> bool:
     from fieldguide.embedding import interchangeable
 
     return interchangeable(built_with, configured)
+
+
+def _json_or_none(text: str | None):
+    import json
+
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _as_list(vector) -> list[float]:

@@ -1,9 +1,10 @@
 """The wiring of the query graph, in one place.
 
-    route → embed → search → threshold → rerank → cap → reassemble → prompt → generate
+    route → embed → search → threshold → rerank → weigh_intent → cap → reassemble → prompt → generate
 
-`route` runs first because it is instant (rules over the question) and steers which
-chunks `search` favours. `graph` is compiled without a checkpointer (LangGraph Studio
+`route` runs first because it is instant (rules over the question's wording) and opens the
+turn; `weigh_intent` decides the intent once the question's vector and reranked candidates
+are known. `graph` is compiled without a checkpointer (LangGraph Studio
 and `langgraph dev` bring their own); the service calls `build_graph(MemorySaver())`
 and keys conversations by `thread_id`. `build_retrieval_graph()` stops after
 `reassemble`: what `fieldguide retrieve` runs (no generation).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
+from graph.runtime import QueryOptions
 from graph.state import InputState, OutputState, QueryState
 from nodes.cap import cap
 from nodes.embed import embed
@@ -22,14 +24,17 @@ from nodes.rerank import rerank
 from nodes.route import route
 from nodes.search import search
 from nodes.threshold import threshold
+from nodes.weigh_intent import weigh_intent
 
 RETRIEVAL_STEPS = [("route", route), ("embed", embed), ("search", search), ("threshold", threshold),
-                   ("rerank", rerank), ("cap", cap), ("reassemble", reassemble)]
+                   ("rerank", rerank), ("weigh_intent", weigh_intent), ("cap", cap), ("reassemble", reassemble)]
 ANSWER_STEPS = [("prompt", prompt), ("generate", generate)]
 
 
 def _build(steps, checkpointer=None, name: str = "fieldguide", output_schema=OutputState):
-    builder = StateGraph(QueryState, input_schema=InputState, output_schema=output_schema)
+    # The per-run options are the graph's declared context schema (LangGraph Studio, LangServe).
+    builder = StateGraph(QueryState, context_schema=QueryOptions, input_schema=InputState,
+                         output_schema=output_schema)
     for step, node in steps:
         builder.add_node(step, node)
     names = [step for step, _ in steps]

@@ -1,9 +1,19 @@
-"""What nodes need besides the state: per-request options and shared resources.
+"""What nodes need besides the state: per-run options and shared resources.
 
-Options come from the run's config (`config["configurable"]`), falling back to
-`Settings`, so every threshold, k, cap and budget can be changed per request:
+Options are declared once, in `QueryOptions`: each is one field with its bounds and its
+description. The graph declares the class as its context schema, so LangServe's
+`/rag/config_schema` and playground, RemoteRunnable clients and LangGraph Studio all see
+the same options, and every run is validated against them. A run sets them through its
+config (`configurable`) or, with LangGraph's runtime API, its `context`:
 
     graph.invoke({"question": "..."}, {"configurable": {"max_chunks": 2}})
+
+A value out of bounds is refused (`InvalidOption`, naming the field) instead of being
+coerced or dropped. An option left unset (None) takes the setting of the same name
+(`Settings`, i.e. `FIELDGUIDE_<NAME>`); an option no setting backs has its own default.
+An option marked `PublicLimit("setting")` is bounded further on the public routes by that
+setting (`check_public_limits`), so no client can ask for unbounded work. Adding an
+option is one line here.
 
 Resources (store, embedding model, reranker, chat model) are heavy and loaded once.
 Callers that manage them (the CLI, the service, tests with fakes) pass a `Resources`
@@ -14,66 +24,170 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fieldguide.errors import FieldguideError
 from fieldguide.settings import Settings, get_settings
 
 
 @dataclass(frozen=True)
-class QueryOptions:
-    search_k: int
-    screen_k: int  # extra screen-only candidates searched for screen/ambiguous questions
-    min_similarity: float
-    use_reranker: bool
-    rerank_min: float
-    max_chunks: int
-    context_token_budget: int
-    hybrid_alpha: float | None
-    max_answer_tokens: int
-    temperature: float
-    use_reassembly: bool  # off only to measure what a stage buys (fieldguide eval --ablate)
-    use_routing: bool
-    parent_intro: bool  # put a subsection hit's parent intro before it, budget allowing
-    dedupe: bool  # drop near-copies of a better-ranked chunk before the cap
+class PublicLimit:
+    """Marks an option whose value a public route caps by the named setting."""
+
+    setting: str
+
+
+class InvalidOption(FieldguideError, ValueError):
+    """A run option of the wrong type, out of its bounds, or above a public route's limit."""
+
+    def __init__(self, field: str, message: str, value: Any = None):
+        super().__init__(f"option {field}: {message}")
+        self.field = field
+        self.reason = message
+        self.value = value
+
+
+# Short names some callers use (`fieldguide eval --ablate`, older configs).
+OPTION_ALIASES = {"k": "search_k", "reranker": "use_reranker", "reassembly": "use_reassembly",
+                  "routing": "use_routing"}
+# Where LangGraph keeps a run's Runtime (and so its `context`) in the config.
+RUNTIME_KEY = "__pregel_runtime"
+
+
+class QueryOptions(BaseModel):
+    """Per-run options of the query graph. Unset (None): the setting of the same name."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
+
+    search_k: Annotated[int | None, PublicLimit("public_max_search_k")] = Field(
+        None, ge=1, le=500, description="Candidates the broad vector search returns.")
+    screen_k: Annotated[int | None, PublicLimit("public_max_search_k")] = Field(
+        None, ge=0, le=500, description="Extra screen-only candidates searched for screen and ambiguous questions.")
+    min_similarity: float | None = Field(
+        None, ge=-1.0, le=1.0, description="Cosine similarity a candidate needs to reach the reranker.")
+    use_reranker: bool = Field(True, description="Rerank the candidates; off: the similarity is the score.")
+    rerank_min: float | None = Field(
+        None, description="Strict minimum rerank score, on the active scorer's scale (any finite number); "
+        "when no candidate reaches it the answer abstains; unset: the index's calibration.")
+    abstain_margin: float | None = Field(
+        None, description="Abstain when the best candidate's score stands less than this far above the "
+        "median of the question's candidates; unset: the index's calibration.")
+    rank_window: float | None = Field(
+        None, ge=0.0, description="Leave out chunks scoring more than this many of the index's margin units "
+        "below the best one.")
+    max_chunks: Annotated[int | None, PublicLimit("public_max_chunks")] = Field(
+        None, ge=1, le=1000, description="Most chunks kept after reranking.")
+    context_token_budget: Annotated[int | None, PublicLimit("public_max_context_token_budget")] = Field(
+        None, ge=1, le=100_000, description="Tokens of context after reassembly (embedding tokenizer).")
+    hybrid_alpha: float | None = Field(
+        None, ge=0.0, le=1.0, description="Hybrid (BM25 + vector) search with this alpha; unset: vector search.")
+    max_answer_tokens: Annotated[int | None, PublicLimit("public_max_answer_tokens")] = Field(
+        None, ge=1, le=32_768, description="Most tokens the answer may have.")
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="Sampling temperature of the chat model.")
+    use_reassembly: bool = Field(True, description="Put split sections back together (off only to measure it).")
+    use_routing: bool = Field(True, description="Route by intent (off: every question conceptual).")
+    parent_intro: bool | None = Field(
+        None, description="Put a subsection hit's parent intro before it, budget allowing.")
+    dedupe: bool | None = Field(None, description="Drop near-copies of a better-ranked chunk before the cap.")
+
+    @classmethod
+    def validate_overrides(cls, overrides: dict[str, Any], *, strict: bool = False) -> "QueryOptions":
+        """The options `overrides` asks for, unresolved (unset ones stay None). `strict` also
+        refuses names that are no option (a typo on the command line)."""
+        named = {OPTION_ALIASES.get(key, key): value for key, value in (overrides or {}).items()}
+        if strict:
+            unknown = sorted(set(named) - set(cls.model_fields))
+            if unknown:
+                raise InvalidOption(unknown[0], "no such option (known: " + ", ".join(cls.model_fields) + ")")
+        wanted = {name: value for name, value in named.items() if name in cls.model_fields and value is not None}
+        try:
+            return cls.model_validate(wanted)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"]) or "options"
+            raise InvalidOption(field, error["msg"], error.get("input")) from None
 
     @classmethod
     def from_config(cls, config: dict | None, settings: Settings | None = None) -> "QueryOptions":
         settings = settings or resources_for(config).settings
-        values: dict[str, Any] = {
-            "search_k": settings.search_k,
-            "screen_k": settings.screen_k,
-            "min_similarity": settings.min_similarity,
-            "use_reranker": True,
-            "rerank_min": settings.rerank_min,
-            "max_chunks": settings.max_chunks,
-            "context_token_budget": settings.context_token_budget,
-            "hybrid_alpha": settings.hybrid_alpha,
-            "max_answer_tokens": settings.max_answer_tokens,
-            "temperature": settings.temperature,
-            "use_reassembly": True,
-            "use_routing": True,
-            "parent_intro": settings.parent_intro,
-            "dedupe": settings.dedupe,
-        }
-        overrides = (config or {}).get("configurable") or {}
-        aliases = {"k": "search_k", "reranker": "use_reranker", "reassembly": "use_reassembly",
-                   "routing": "use_routing"}
-        for key, value in overrides.items():
-            name = aliases.get(key, key)
-            if name in values and value is not None:
-                values[name] = value
-        types = {f.name: f.type for f in fields(cls)}
-        for name, value in list(values.items()):
-            if value is None:
-                continue
-            if types[name] == "int":
-                values[name] = int(value)
-            elif types[name] == "float" or types[name] == "float | None":
-                values[name] = float(value)
-            elif types[name] == "bool":
-                values[name] = value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
-        return cls(**values)
+        return cls.validate_overrides(requested_options(config)).resolved(settings)
+
+    def resolved(self, settings: Settings) -> "QueryOptions":
+        """Every unset option filled in from the setting of the same name."""
+        unset = {name: getattr(settings, name) for name in type(self).model_fields
+                 if getattr(self, name) is None and name in type(settings).model_fields}
+        return self.model_copy(update=unset) if unset else self
+
+
+def option_annotations(limits: Settings | None = None, *, optional: bool = True) -> dict[str, Any]:
+    """name -> the option's type with its bounds (`Annotated`), for schemas built elsewhere
+    (LangServe's config schema). With `limits`, each `PublicLimit` becomes one more upper
+    bound: what a public route accepts. `optional=False` leaves None out of the type (forms
+    that cannot render a null choice, such as LangServe's playground)."""
+    import annotated_types
+
+    annotations = {}
+    for name, field in QueryOptions.model_fields.items():
+        metadata = [m for m in field.metadata if not isinstance(m, PublicLimit)]
+        for marker in field.metadata:
+            if isinstance(marker, PublicLimit) and limits is not None:
+                upper = min([getattr(limits, marker.setting)] + [m.le for m in metadata
+                                                                 if isinstance(m, annotated_types.Le)])
+                metadata = [m for m in metadata if not isinstance(m, annotated_types.Le)]
+                metadata.append(annotated_types.Le(upper))
+        annotations[name] = _constrained(field.annotation, metadata, optional)
+    return annotations
+
+
+def _constrained(annotation: Any, metadata: list, optional: bool = True) -> Any:
+    """`annotation` with `metadata`'s bounds, put on the non-None arm of an optional type: there
+    they survive tools that copy a model's fields by their annotation alone (LangServe does)."""
+    import types
+    import typing
+
+    arms = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in arms:
+        inner = [arm for arm in arms if arm is not type(None)]
+        inner_type = inner[0] if len(inner) == 1 else typing.Union[tuple(inner)]
+        bounded = Annotated[(inner_type, *metadata)] if metadata else inner_type
+        return typing.Optional[bounded] if optional else bounded
+    return Annotated[(annotation, *metadata)] if metadata else annotation
+
+
+def requested_options(config: dict | None) -> dict[str, Any]:
+    """What a run asks for: its runtime context (the fields it set), then `configurable` on top."""
+    configurable = (config or {}).get("configurable") or {}
+    context = getattr(configurable.get(RUNTIME_KEY), "context", None)
+    if isinstance(context, QueryOptions):
+        requested = {name: getattr(context, name) for name in context.model_fields_set}
+    elif isinstance(context, dict):
+        requested = dict(context)
+    else:
+        requested = {}
+    requested.update(configurable)
+    return requested
+
+
+def public_limit_errors(options: QueryOptions, settings: Settings) -> list[InvalidOption]:
+    """Options above the limit a public route allows (the settings named by `PublicLimit`)."""
+    errors = []
+    for name, field in type(options).model_fields.items():
+        for marker in field.metadata:
+            if isinstance(marker, PublicLimit):
+                value, limit = getattr(options, name), getattr(settings, marker.setting)
+                if value is not None and value > limit:
+                    errors.append(InvalidOption(
+                        name, f"at most {limit} on this server (FIELDGUIDE_{marker.setting.upper()})", value))
+    return errors
+
+
+def check_public_limits(options: QueryOptions, settings: Settings) -> None:
+    errors = public_limit_errors(options, settings)
+    if errors:
+        raise errors[0]
 
 
 WARM_UP_CANDIDATE = {"chunk_id": "warm-up", "heading_path": ["Warm up"], "text": "warm up",
@@ -92,6 +206,10 @@ class Resources:
         self._reranker = reranker
         self._chat_model = chat_model
         self._manifest_checked = False
+        self._term_stats = None
+        self._calibration = None
+        self._intent_prototypes = None
+        self._token_counter = None
         self._lock = threading.RLock()
 
     @property
@@ -135,6 +253,49 @@ class Resources:
             return self._reranker
 
     @property
+    def term_stats(self):
+        """The index's term statistics (`fieldguide.bm25.TermStats`), read once; None for an index
+        built before they existed (the fallback scorer then uses the candidates' own)."""
+        with self._lock:
+            if self._term_stats is None:
+                from fieldguide.bm25 import TermStats
+
+                reader = getattr(self.store, "term_stats_text", None)
+                self._term_stats = (TermStats.from_text(reader()) if reader else None) or False
+            return self._term_stats or None
+
+    @property
+    def calibration(self):
+        """The index's calibration (`fieldguide.calibration`), read from its manifest once per process;
+        an index without one for the active scorer is calibrated on first use (not stored)."""
+        with self._lock:
+            if self._calibration is None:
+                from fieldguide.calibration import load_calibration
+
+                self._calibration = load_calibration(self.store, self.embeddings, self.reranker, self.term_stats)
+            return self._calibration
+
+    @property
+    def token_counter(self):
+        """The embedding model's tokenizer (`ingest.tokens.TokenCounter`), loaded once."""
+        with self._lock:
+            if self._token_counter is None:
+                from ingest.tokens import get_counter
+
+                self._token_counter = get_counter(self.settings.embedding_model)
+            return self._token_counter
+
+    @property
+    def intent_prototypes(self):
+        """The route examples' mean vectors, embedded once with the index's model (nodes.weigh_intent)."""
+        with self._lock:
+            if self._intent_prototypes is None:
+                from nodes.weigh_intent import embed_prototypes
+
+                self._intent_prototypes = embed_prototypes(self.embeddings)
+            return self._intent_prototypes
+
+    @property
     def chat_model(self):
         with self._lock:
             if self._chat_model is None:
@@ -146,9 +307,14 @@ class Resources:
     def warm_up(self, chat: bool = True) -> None:
         """Load the models and run the embedding model and the reranker once, so that no question
         pays for it (a configured cross-encoder takes seconds to load, and a model's first call
-        carries one-off costs). `chat=False` leaves the chat model unloaded (retrieval only)."""
+        carries one-off costs); embed the route examples and, with a store open, read the
+        index's calibration. `chat=False` leaves the chat model unloaded (retrieval only)."""
         self.embeddings.embed_query("warm up")
         self.reranker.score("warm up", [WARM_UP_CANDIDATE])
+        self.intent_prototypes
+        self.token_counter
+        if self._store is not None:  # an opened store: its calibration too (calibrating an old index runs probes)
+            self.calibration
         if chat:
             self.chat_model
 

@@ -46,6 +46,9 @@ class SectionGap(TypedDict):
 class InputState(TypedDict):
     question: str
     conversation_id: NotRequired[str | None]
+    # Earlier turns a caller holds itself (an OpenAI-style message list), for a graph run
+    # without a checkpointed thread; appended before this turn's question.
+    messages: NotRequired[list[AnyMessage]]
 
 
 class OutputState(TypedDict):
@@ -66,9 +69,10 @@ class QueryState(TypedDict):
     # --- the conversation so far (kept across turns by the checkpointer) -----------
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     # --- route --------------------------------------------------------------------
-    intent: NotRequired[str]  # "screen" | "conceptual" | "ambiguous"
+    intent: NotRequired[str]  # "screen" | "conceptual" | "ambiguous" (route's reading, then weigh_intent's)
     intent_confidence: NotRequired[float]
     intent_reason: NotRequired[str]
+    intent_wording: NotRequired[float]  # route's cue margin, one of weigh_intent's three kinds of evidence
     # --- embed / search / filters ---------------------------------------------------
     query_vector: NotRequired[list[float]]
     search_results: NotRequired[list[Candidate]]
@@ -81,6 +85,7 @@ class QueryState(TypedDict):
     # --- prompt / generate ---------------------------------------------------------------
     prompt_messages: NotRequired[list[AnyMessage]]
     abstain: NotRequired[bool]
+    abstain_reason: NotRequired[str]  # why cap abstained ("" when it did not)
     nearest: NotRequired[list[Candidate]]  # closest sections, named when abstaining
     answer: NotRequired[str]
     # --- bookkeeping: chunk ids per stage and milliseconds per node (this turn only) ---

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 # Field order of the public record (`fieldguide chunks`, the store, result lines).
 RECORD_FIELDS = (

@@ -25,8 +25,14 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 BREADCRUMB_SEPARATOR = " > "
 # Room kept for the part label ("(part 12 of 15)") when budgeting a part's text.
 PART_LABEL_RESERVE = 10
-# Below this many tokens of room for text, the breadcrumb is shortened instead.
-MIN_TEXT_BUDGET = 64
+# The breadcrumb never takes more than this share of a chunk's token limit, so the text keeps
+# the rest: a paragraph underlined by `---` or `===` is a whole setext heading under CommonMark,
+# and as a breadcrumb it would crowd the text out of every part.
+BREADCRUMB_SHARE = 0.3
+# A heading longer than this many tokens is cut at a word (marked "…") wherever it names a chunk:
+# in `heading_path` and in the breadcrumb. Its full text stays in the chunk's own text.
+MAX_HEADING_TOKENS = 48
+ELLIPSIS = "…"
 
 _MD_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)")
 _HTML_IMAGE = re.compile(r"<img\b[^>]*?\bsrc\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
@@ -118,10 +124,19 @@ class Chunker:
         pieces = [p for p in (_trim(doc, p) for p in pieces) if p is not None]
         has_h1 = any(h.level == 1 for h in doc.headings)
         doc_title = doc.title if not has_h1 else None
+        if doc_title:
+            doc_title = self._short_heading(doc_title)
+        for piece in pieces:
+            piece.heading_path = [self._short_heading(title) for title in piece.heading_path]
         crumb_lists = [([doc_title] if doc_title else []) + p.heading_path for p in pieces]
         breadcrumbs = [BREADCRUMB_SEPARATOR.join(c) or source for c in crumb_lists]
         unique = sorted(set(breadcrumbs))
         breadcrumb_tokens = dict(zip(unique, self.counter.count_pieces(unique)))
+        room = int(self.limit * BREADCRUMB_SHARE)
+        for breadcrumb in [b for b in unique if breadcrumb_tokens[b] > room]:
+            fitted = self._fitting_breadcrumb(breadcrumb, room)
+            breadcrumb_tokens[fitted] = self.counter.count_piece(fitted)
+            breadcrumbs = [fitted if b == breadcrumb else b for b in breadcrumbs]
         occurrences: dict[tuple, int] = {}
         chunks: list[Chunk] = []
         for piece, breadcrumb in zip(pieces, breadcrumbs):
@@ -145,7 +160,6 @@ class Chunker:
 
     def _split(self, doc: ParsedDocument, piece: HierarchicalChunk, text: str, line_tokens: list[int],
                breadcrumb: str, common: dict) -> list[Chunk]:
-        breadcrumb = self._fitting_breadcrumb(breadcrumb)
         # Top-level blocks are in order and do not overlap: the piece's blocks are one slice.
         first = bisect.bisect_left(doc.block_ends, piece.start)
         last = bisect.bisect_left(doc.block_starts, piece.end, lo=first)
@@ -180,19 +194,45 @@ class Chunker:
                 **common))
         return chunks
 
-    def _fitting_breadcrumb(self, breadcrumb: str) -> str:
-        """A breadcrumb so long that little room is left for text loses its top crumbs, then words."""
+    def _short_heading(self, title: str) -> str:
+        """`title`, or its first words and "…" when it is longer than MAX_HEADING_TOKENS tokens."""
+        if len(title) <= MAX_HEADING_TOKENS or self.counter.count_piece(title) <= MAX_HEADING_TOKENS:
+            return title  # a token is at least one character: short titles need no count
+        return self._cut_to(title, MAX_HEADING_TOKENS)
+
+    def _cut_to(self, text: str, max_tokens: int) -> str:
+        """The longest run of leading words of `text` that fits `max_tokens` with "…" after it
+        (leading characters when the first word alone is too long)."""
+        def fits(candidate: str) -> bool:
+            return self.counter.count_piece(f"{candidate} {ELLIPSIS}") <= max_tokens
+
+        words = text.split()
+        low, high = 0, len(words)  # words[:low] fits; words[:high + 1] would not
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(" ".join(words[:middle])):
+                low = middle
+            else:
+                high = middle - 1
+        if low:
+            return f"{' '.join(words[:low])} {ELLIPSIS}"
+        low, high = 1, len(words[0]) if words else 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(words[0][:middle]):
+                low = middle
+            else:
+                high = middle - 1
+        return f"{words[0][:low] if words else ''}{ELLIPSIS}"
+
+    def _fitting_breadcrumb(self, breadcrumb: str, max_tokens: int) -> str:
+        """A breadcrumb over `max_tokens` loses its top crumbs, then the words its last crumb
+        cannot keep."""
         crumbs = breadcrumb.split(BREADCRUMB_SEPARATOR)
-        while self.limit - self.counter.special_tokens - self.counter.count_piece(BREADCRUMB_SEPARATOR.join(crumbs)) \
-                - PART_LABEL_RESERVE < MIN_TEXT_BUDGET:
-            if len(crumbs) > 1:
-                crumbs = crumbs[1:]
-                continue
-            words = crumbs[0].split()
-            if len(words) <= 1:
-                crumbs = [crumbs[0][:40]]
-                break
-            crumbs = [" ".join(words[: len(words) // 2])]
+        while len(crumbs) > 1 and self.counter.count_piece(BREADCRUMB_SEPARATOR.join(crumbs)) > max_tokens:
+            crumbs = crumbs[1:]
+        if self.counter.count_piece(crumbs[0]) > max_tokens:
+            crumbs = [self._cut_to(crumbs[0], max_tokens)]
         return BREADCRUMB_SEPARATOR.join(crumbs)
 
 

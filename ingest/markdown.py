@@ -101,23 +101,25 @@ def decode_markdown(raw: bytes, source: str) -> tuple[str, list[str]]:
 
 
 def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> tuple[dict, int]:
+    """(front matter, first body line). Only a leading `---` block that YAML reads as a non-empty
+    mapping is front matter. Any other leading `---` block (a thematic break or a setext
+    underline under CommonMark, e.g. `---` / `Foo` / `---`) stays in the body as content."""
     if not lines or lines[0].rstrip() != "---":
         return {}, 0
     for index in range(1, len(lines)):
         if lines[index].rstrip() in ("---", "..."):
             data = _simple_front_matter(lines[1:index])
-            if data is not None:
-                return data, index + 1
-            import yaml  # only files with front matter beyond the simple kind pay for it
+            if data is None:
+                import yaml  # only files with front matter beyond the simple kind pay for it
 
-            try:
-                data = yaml.safe_load("\n".join(lines[1:index])) or {}
-            except yaml.YAMLError as exc:
-                warnings.append(f"{source}: front matter is not valid YAML ({exc.__class__.__name__}); ignored")
-                data = {}
-            if not isinstance(data, dict):
-                warnings.append(f"{source}: front matter is not a mapping; ignored")
-                data = {}
+                try:
+                    data = yaml.safe_load("\n".join(lines[1:index]))
+                except yaml.YAMLError as exc:
+                    warnings.append(f"{source}: the leading --- block is not valid YAML "
+                                    f"({exc.__class__.__name__}); its lines are kept as content")
+                    return {}, 0
+            if not isinstance(data, dict) or not data:
+                return {}, 0  # not front matter: CommonMark content (thematic breaks, headings)
             return data, index + 1
     return {}, 0  # an opening `---` with no closing line is a thematic break, not front matter
 

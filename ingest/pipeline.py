@@ -42,6 +42,8 @@ class IngestSummary:
     chunks_deleted: int = 0
     texts_embedded: int = 0
     seconds: float = 0.0
+    # The index's calibration (fieldguide.calibration), measured again whenever the index changed.
+    calibration: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -126,6 +128,7 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
     summary.files_skipped, summary.files_changed, summary.files_added = (
         counts.files_skipped, counts.files_changed, counts.files_added)
     summary.chunks_deleted += counts.chunks_replaced
+    summary.calibration = _profile(settings, store, embeddings, changed=bool(first is not None or gone), log=log)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 
@@ -136,6 +139,31 @@ class _IndexIdentity:
     model_id: str
     backend_id: str
     chunker_version: str
+
+
+def _profile(settings, store, embeddings, *, changed: bool, log) -> dict | None:
+    """The index's calibration: measured and stored when the index changed or has none for the
+    active scorer (or prompts), else the stored one. None for an index that was never built."""
+    from fieldguide.calibration import CALIBRATION_VERSION, profile_index, scorer_scale
+    from fieldguide.embedding import embedding_prompts, load_embeddings
+    from fieldguide.reranker import load_reranker
+
+    if not store.exists():
+        return None
+    reranker = load_reranker(settings)
+    query_prompt, passage_prompt = embedding_prompts(settings)
+    stored = (store.manifest() or {}) if not changed else {}
+    calibration = stored.get("calibration")
+    if (isinstance(calibration, dict) and calibration.get("version") == CALIBRATION_VERSION
+            and calibration.get("scorer") == scorer_scale(reranker)):
+        return calibration
+    embeddings = embeddings or load_embeddings(settings)
+    measured, term_stats = profile_index(store, embeddings, reranker)
+    store.ensure_collections()  # an older manifest collection gains the profile's properties
+    store.set_index_profile(measured.to_dict(), term_stats, query_prompt, passage_prompt)
+    log(f"calibrated {store.name}: rerank_min {measured.rerank_min}, abstain_margin {measured.abstain_margin}, "
+        f"screen share {measured.screen_share} ({measured.probes} probes, {scorer_scale(reranker)})")
+    return measured.to_dict()
 
 
 def _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log):

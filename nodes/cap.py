@@ -1,4 +1,13 @@
-"""cap: a strict minimum on the rerank score and a hard maximum number of chunks.
+"""cap: decide abstention, then a strict minimum, a window below the best score, and a hard maximum.
+
+Abstention is relative to the question's own candidates: when the best score does not stand
+`abstain_margin` above the median of the best `MARGIN_POOL` sections' scores (`top_margin`,
+each section of the search results once, by its best part), nothing stands out and the turn
+abstains. Otherwise a candidate stays when it scores at least
+`rerank_min` (the strict minimum) and no more than `rank_window` margin units below the best
+(so a fourth chunk far below the first does not take the budget from the first one's parts).
+`abstain_margin`, `rerank_min` and the margin unit come from the index's calibration
+(`fieldguide.calibration`) unless a request sets them.
 
 With `dedupe` on, a candidate whose text nearly repeats a better-ranked one (the same
 section copied into two pages, say) is dropped before the maximum is applied, so the
@@ -13,7 +22,8 @@ import re
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, with_stage, with_timing
+from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
+from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
 
 NEAREST_SECTIONS = 3
 DUPLICATE_OVERLAP = 0.8  # Jaccard of word trigrams; on the dev corpus copies sit at 0.8-1.0, nearly all other pairs below 0.5
@@ -52,11 +62,48 @@ def nearest_sections(candidates: list[dict], limit: int = NEAREST_SECTIONS) -> l
     return nearest
 
 
+def pool_scores(ranked: list[dict], searched: list[dict]) -> list[float]:
+    """One score per section for the margin's pool: its best rerank score, or, for a section
+    whose every part fell under the similarity threshold, its best similarity (a question with
+    one surviving candidate still has a pool to stand out from)."""
+    scores = section_scores(ranked, [c["rerank_score"] for c in ranked])
+    reranked = {c.get("group_id") or c.get("chunk_id") for c in ranked}
+    below = [c for c in searched if (c.get("group_id") or c.get("chunk_id")) not in reranked]
+    return scores + section_scores(below, [c["similarity"] for c in below])
+
+
+def thresholds(options, config) -> tuple[float, float, float | None]:
+    """(abstain margin, strict minimum, window below the best): the request's, else the index's."""
+    margin, minimum, window = options.abstain_margin, options.rerank_min, options.rank_window
+    if margin is None or minimum is None or window is not None:
+        calibration = resources_for(config).calibration
+        margin = calibration.abstain_margin if margin is None else margin
+        minimum = calibration.rerank_min if minimum is None else minimum
+        window = window * calibration.margin_unit if window is not None else None
+    return margin, minimum, window
+
+
 def cap(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
     with Stopwatch() as sw:
         ranked = state.get("rerank_results") or []
-        kept = [c for c in ranked if c["rerank_score"] >= options.rerank_min]
+        reason = ""
+        kept = []
+        if ranked:
+            margin, minimum, window = thresholds(options, config)
+            best = ranked[0]["rerank_score"]
+            sections = pool_scores(ranked, state.get("search_results") or [])
+            stands_out = top_margin(sections)
+            if stands_out < margin:
+                reason = (f"the best score {best:.3f} stands {stands_out:.3f} above the median of the best "
+                          f"{min(MARGIN_POOL, len(sections))} sections' scores; {margin:.3f} needed")
+            else:
+                floor = max(minimum, best - window) if window is not None else minimum
+                kept = [c for c in ranked if c["rerank_score"] >= floor]
+                if not kept:
+                    reason = f"no candidate reaches the strict minimum {minimum:.3f} (best {best:.3f})"
+        else:
+            reason = "no candidate passed the similarity threshold"
         if options.dedupe:
             kept = drop_near_duplicates(kept)
         kept = kept[: max(0, options.max_chunks)]
@@ -65,6 +112,7 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
     return {
         "cap_results": kept,
         "abstain": abstain,
+        "abstain_reason": reason if abstain else "",
         "nearest": nearest,
         "stages": with_stage(state, "cap", kept),
         "timings_ms": with_timing(state, "cap", sw.ms),

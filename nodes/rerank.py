@@ -2,7 +2,8 @@
 
 The scorer is `Resources.reranker`: a sentence-transformers CrossEncoder when
 `reranker_model` is set, otherwise the fallback scorer of `fieldguide.reranker`
-(cosine similarity plus overlap of the question's terms with the chunk). With the
+(cosine similarity plus the chunk's BM25 score for the question, with the index's own term
+statistics). With the
 reranker switched off for a request (`configurable: {"reranker": false}`) the
 similarity itself is the score.
 """
@@ -18,7 +19,9 @@ def rerank(state: dict, config: RunnableConfig = None) -> dict:
     candidates = [dict(c) for c in state.get("threshold_results") or []]
     with Stopwatch() as sw:
         if candidates and options.use_reranker:
-            scores = resources_for(config).reranker.score(state["question"], candidates, intent=state.get("intent"))
+            resources = resources_for(config)
+            scores = resources.reranker.score(state["question"], candidates, intent=state.get("intent"),
+                                              term_stats=resources.term_stats)
         else:
             scores = [c["similarity"] for c in candidates]
         for candidate, value in zip(candidates, scores):

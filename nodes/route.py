@@ -1,18 +1,20 @@
-"""route: decide the question's intent (`screen`, `conceptual` or `ambiguous`) with a confidence.
+"""route: a first reading of the question's intent from its wording alone.
 
-A transparent rule-based classifier over the wording of the question only, so it
-carries over to any product's documentation (no vocabulary of one product):
+A transparent rule-based reading of English question forms (no vocabulary of one product):
 
 * screen cues: asking *where* something is; naming a UI element (button, field, tab,
-  menu, screen, page, dialog, toggle, column, icon, settings ...); UI actions (click,
+  menu, screen, page, dialog, toggle, column, icon, setting ...); UI actions (click,
   tap, select, switch/turn on, toggle, drag); and procedural "how do I / how can I /
-  is there a way to <verb>" questions, which documentation answers with steps on screen.
-* conceptual cues: *why*, *what happens*, *what is the difference*, *how does/is ... work
-  or differ*, *should I*, *do I need*, *is there a downside*, *what would I miss*,
-  "can <product> automatically ...", "does it carry over", yes/no questions about behaviour.
+  is there a way to ..." questions, which documentation answers with steps on screen.
+* conceptual cues: *why* (as a question), *what happens*, *what is the difference*, *how
+  does/is ... work or differ*, *should I*, *do I need*, *is there a downside*, "can
+  <product> automatically ...", yes/no questions about behaviour.
 
-Each cue adds its weight to one side; the margin decides. A small margin (or no cue at
-all) is `ambiguous`: the conceptual prompt, with screen chunks also searched.
+Each cue adds its weight to one side; the opening clause weighs 1.5x. The margin (screen
+minus conceptual) goes into the state as `intent_wording`: `weigh_intent` combines it with
+what the embedding and the candidates show once they are known, and decides. The intent
+written here (a small margin is `ambiguous`) is what `search` sees; a question in another
+language, or without any cue, has margin 0 here and is decided by the other evidence.
 Confidence = 0.5 + 0.5·tanh(|margin| / 2).
 """
 from __future__ import annotations
@@ -28,18 +30,12 @@ from graph.runtime import Stopwatch, options_for
 UI_NOUNS = (
     r"button|buttons|field|fields|tab|tabs|menu|menus|screen|screens|page|pages|dialog|modal|window|"
     r"toggle|toggles|checkbox|check box|dropdown|drop-down|drop down|icon|icons|sidebar|side bar|toolbar|"
-    r"column|columns|header|panel|pane|settings|preferences|editor|form|link|option|options|"
+    r"column|columns|header|panel|pane|setting|settings|preferences|editor|form|link|option|options|"
     r"switch|slider|badge|banner|popup|pop-up|view|tooltip|list|row|cell"
 )
 UI_VERBS = (
     r"click\w*|tap|taps|tapped|tapping|press|pressing|select|selecting|drag\w*|toggle|toggling|"
     r"switch (?:on|off)|turn (?:on|off)|hover\w*|right-click\w*|double-click\w*|scroll\w*"
-)
-ACTION_VERBS = (
-    r"add|create|make|set|set up|change|edit|rename|delete|remove|hide|unhide|show|see|view|find|open|close|"
-    r"save|load|import|export|enter|reset|turn|switch|enable|disable|combine|merge|move|link|unlink|"
-    r"fill|sort|filter|search|select|undo|restore|reconcile|attach|upload|lock|unlock|archive|"
-    r"customi[sz]e|configure|give|assign|copy|duplicate|print|split|mark|tag|pin|collapse|expand"
 )
 
 SCREEN_CUES: list[tuple[str, float, str]] = [
@@ -47,13 +43,17 @@ SCREEN_CUES: list[tuple[str, float, str]] = [
     (rf"\bwhich (?:{UI_NOUNS}|one do i|buttons? do i)\b", 2.0, "asks which UI element"),
     (rf"\b(?:{UI_VERBS})\b", 1.0, "UI action"),
     (rf"\b(?:{UI_NOUNS})\b", 1.0, "names a UI element"),
-    (rf"\b(?:how (?:do|can|would|should) (?:i|you|we)|how to|is there (?:a|an) (?:\w+ )?way to)\s+(?:\w+\s+)?(?:{ACTION_VERBS})\b",
+    # any task after "how do I": asking for steps, which documentation gives on screen
+    (r"\b(?:how (?:do|can|would|should) (?:i|you|we)|how to|is there (?:a|an) (?:\w+ )?way to)\s+(?!know\b|tell\b|understand\b)\w",
      2.0, "procedural how-to"),
     (r"\b(?:on|in|from) the [\w\- ]{0,30}(?:screen|page|tab|menu|dialog|sidebar|editor)\b", 1.0, "locates a screen"),
     (r"\bhow can i tell\b", 1.0, "asks what the UI shows"),
 ]
 CONCEPTUAL_CUES: list[tuple[str, float, str]] = [
-    (r"\bwhy\b", 3.0, "asks why"),
+    # "why" that asks (opening a sentence, or before a verb), not "... so they know why the ..."
+    (r"(?:^|[.?!;:,]\s*|\band\s+|\bbut\s+)why\b|\bwhy (?:is|are|was|were|does|do|did|can|can't|cannot|could|would|"
+     r"will|won't|isn't|aren't|wasn't|doesn't|don't|didn't|has|have|hasn't|haven't|should|shouldn't|not)\b",
+     3.0, "asks why"),
     (r"\bwhat happens\b|\bwhat (?:will|would) happen\b", 2.5, "asks what happens"),
     (r"\bdifference\b|\bdifferent from\b|\bcompared? (?:to|with)\b|\bvs\.?\b|\bversus\b", 2.5, "asks for a difference"),
     (r"\bhow (?:does|do|is|are) (?:the |a |an |my )?[\w\- ]{1,40}\b(?:work|works|differ|different|calculated|decided|handled|divided|split)\b",
@@ -91,15 +91,23 @@ def _score(text: str, cues: list[tuple[str, float, str]], side: str, lead_end: i
     return total
 
 
-def classify(question: str) -> tuple[str, float, str]:
-    """Return (intent, confidence, reason) for a question."""
+def wording_margin(question: str) -> tuple[float, list[str]]:
+    """(screen cue weight minus conceptual cue weight, the cues found) for a question."""
     text = " ".join(question.lower().split())
     reasons: list[str] = []
     end = _CLAUSE_END.search(text)
     lead_end = end.start() if end else len(text)
     screen = _score(text, SCREEN_CUES, "screen", lead_end, reasons)
     conceptual = _score(text, CONCEPTUAL_CUES, "conceptual", lead_end, reasons)
-    margin = screen - conceptual
+    return screen - conceptual, reasons
+
+
+def classify(question: str) -> tuple[str, float, str]:
+    """Return (intent, confidence, reason) for a question, from its wording alone."""
+    return decide(*wording_margin(question))
+
+
+def decide(margin: float, reasons: list[str]) -> tuple[str, float, str]:
     if abs(margin) < AMBIGUOUS_MARGIN:
         intent = "ambiguous"
     else:
@@ -114,14 +122,16 @@ def route(state: dict, config: RunnableConfig = None) -> dict:
     routing = options_for(config).use_routing
     with Stopwatch() as sw:
         if routing:
-            intent, confidence, reason = classify(state["question"])
+            margin, reasons = wording_margin(state["question"])
+            intent, confidence, reason = decide(margin, reasons)
         else:  # switched off (ablation): every question alike, conceptual prompt, no screen steering
-            intent, confidence, reason = "conceptual", 0.5, "routing off"
+            margin, (intent, confidence, reason) = 0.0, ("conceptual", 0.5, "routing off")
     # The route node opens the turn: timings and stages start fresh here.
     return {
         "intent": intent,
         "intent_confidence": confidence,
         "intent_reason": reason,
+        "intent_wording": margin,
         "messages": [HumanMessage(content=state["question"])],
         "timings_ms": {"route": sw.ms},
         "stages": {},

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds .venv-studio: fieldguide plus langgraph-cli[inmem], for LangGraph Studio and
 # `langgraph dev`. It is a separate environment because the newest langgraph-api wants a
-# grpcio that weaviate-client rejects; on its own, pip's resolver settles on a
+# grpcio that weaviate-client rejects; on its own, the resolver settles on a
 # langgraph-api that accepts weaviate-client's grpcio, and .venv keeps its versions.
+# uv installs it from the same cache as .venv (scripts/uv-env.sh): torch and the other wheels
+# .venv already has are hard-linked, not downloaded again, and the llama-cpp-python wheel built
+# for .venv (build/wheels/) is installed instead of compiled twice.
 # Idempotent: nothing is installed when pyproject.toml is unchanged since the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +26,15 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 STUDIO_PY="$VENV/bin/python"
-"$STUDIO_PY" -m pip install --quiet --upgrade pip wheel setuptools
-# torch first and pinned, as in .venv, so nothing below pulls a second one (pip's cache keeps the wheel).
-"$STUDIO_PY" -m pip install --quiet "torch==2.13.0"
-"$STUDIO_PY" -m pip install --quiet -e ".[studio]"
-"$STUDIO_PY" -m pip check >/dev/null || { "$STUDIO_PY" -m pip check >&2; exit 1; }
+UV=.venv/bin/uv  # setup.sh's; on its own, this script brings uv into the studio environment
+if [ ! -x "$UV" ]; then
+  UV="$VENV/bin/uv"
+  [ -x "$UV" ] || "$STUDIO_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.5"
+fi
+source scripts/uv-env.sh
+llama_wheel=$(llama_cpp_wheel "$STUDIO_PY")
+[ -f "$llama_wheel" ] || { echo "building llama-cpp-python failed" >&2; exit 1; }
+"$UV" pip install --quiet --python "$STUDIO_PY" "$llama_wheel" -e ".[studio]"
+"$UV" pip check --quiet --python "$STUDIO_PY" >/dev/null || { "$UV" pip check --python "$STUDIO_PY" >&2; exit 1; }
 echo "$wanted" > "$STAMP"
 echo "studio environment ready: $("$VENV/bin/langgraph" --version)"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything fieldguide needs on a fresh Debian machine, idempotently:
-#   - a Python 3.11 virtual environment in .venv with the project (and, with --test, its test extras)
-#   - the front-end libraries of the chat page (npm, from the registry)
+#   - a Python 3.11 virtual environment in .venv with the project (and, with --test, its test extras),
+#     installed by uv (from PyPI): parallel downloads and one package cache that both .venv and
+#     .venv-studio hard-link from, so torch (2.5 GB with its CUDA libraries) is fetched once, and
+#     llama-cpp-python compiled once (scripts/uv-env.sh), while torch downloads
+#   - the front-end libraries of the chat page (npm, from the registry), meanwhile
 #   - a weaviate-server binary (built with `go install` when Go is present)
 #   - Debian's chromium, for the browser tests (with --test)
 # Safe to run again: each step is skipped when its result is already there.
@@ -20,17 +23,31 @@ export DISABLE_TELEMETRY=true
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "fieldguide needs Python 3.11 or newer"'
 
+# Front-end libraries of the chat page come from the npm registry, never from the repository;
+# fetched while Python's packages install.
+npm_job=""
+if [ -f fieldguide/web/package.json ] && command -v npm >/dev/null; then
+  (cd fieldguide/web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) &
+  npm_job=$!
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 VENV_PY=.venv/bin/python
-"$VENV_PY" -m pip install --quiet --upgrade pip wheel setuptools
-# torch first and pinned, so nothing below pulls a second one (pip's cache keeps the wheel).
-"$VENV_PY" -m pip install --quiet "torch==2.13.0"
+[ -x .venv/bin/uv ] || "$VENV_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.5"
+source scripts/uv-env.sh
+# torch (with its CUDA libraries, the largest download by far) comes down while llama-cpp-python
+# compiles; then everything else, with that wheel.
+.venv/bin/uv pip install --quiet --python "$VENV_PY" "$(pyproject_requirement torch)" &
+torch_job=$!
+llama_wheel=$(llama_cpp_wheel "$VENV_PY")
+[ -f "$llama_wheel" ] || { echo "building llama-cpp-python failed" >&2; exit 1; }
+wait "$torch_job" || { echo "installing torch failed" >&2; exit 1; }
 if [ "$WITH_TEST" = 1 ]; then
-  "$VENV_PY" -m pip install --quiet -e ".[test]"
+  .venv/bin/uv pip install --quiet --python "$VENV_PY" "$llama_wheel" -e ".[test]"
 else
-  "$VENV_PY" -m pip install --quiet -e .
+  .venv/bin/uv pip install --quiet --python "$VENV_PY" "$llama_wheel" -e .
 fi
 # An editable install leaves the project's own modules uncompiled; where writing bytecode is
 # switched off (PYTHONDONTWRITEBYTECODE, common in containers) every command would compile
@@ -38,9 +55,8 @@ fi
 # does for a regular install.
 "$VENV_PY" -m compileall -q fieldguide ingest graph nodes >/dev/null
 
-# Front-end libraries of the chat page come from the npm registry, never from the repository.
-if [ -f fieldguide/web/package.json ] && command -v npm >/dev/null; then
-  (cd fieldguide/web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+if [ -n "$npm_job" ]; then
+  wait "$npm_job" || { echo "npm ci failed (fieldguide/web)" >&2; exit 1; }
 fi
 
 # A local Weaviate server binary, unless an external one is configured.

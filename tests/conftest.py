@@ -11,10 +11,14 @@ own, dropped afterwards.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
+from pathlib import Path
 
 import pytest
+
+SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "fieldguide" / "sample_docs"
 
 os.environ.setdefault("DISABLE_TELEMETRY", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -91,6 +95,27 @@ def weaviate_settings(weaviate_service, tmp_path):
         ChunkStore(client, collection).drop()
     finally:
         client.close()
+
+
+@contextlib.contextmanager
+def ingested_collection(weaviate_service, data_dir, embeddings, *, docs=SAMPLE_DOCS, prefix="Docs", **settings):
+    """Settings of a collection of its own holding `docs` (the sample docs), dropped afterwards:
+    for a module whose tests all read one index."""
+    from fieldguide.settings import Settings
+    from fieldguide.store import ChunkStore, connect
+    from ingest.pipeline import ingest_folder
+
+    settings = Settings(weaviate_url=weaviate_service["url"], weaviate_grpc_port=weaviate_service["grpc_port"],
+                        collection=prefix + uuid.uuid4().hex[:10], data_dir=data_dir, **settings)
+    ingest_folder(docs, settings, progress=False, embeddings=embeddings)
+    try:
+        yield settings
+    finally:
+        client = connect(settings)
+        try:
+            ChunkStore(client, settings.collection).drop()
+        finally:
+            client.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,64 +1,104 @@
-"""`fieldguide eval --docs DIR --questions Q.jsonl [--collection NAME] [--out DIR] [--ablate] [--subset N]`."""
+"""`fieldguide eval --docs DIR --questions Q.jsonl [--docs DIR2 --questions Q2.jsonl ...] [--collection NAME ...]
+[--out DIR] [--ablate] [--subset N]`."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-HELP = ("Score retrieval on a question set against two naive baselines (and, with --ablate, the pipeline "
-        "with each stage switched off); prints the tables, writes report.json and a chart.")
+HELP = ("Score retrieval on one or more question sets against two naive baselines (and, with --ablate, the "
+        "pipeline with each stage switched off); prints the tables of each corpus and their mean, writes "
+        "report.json and a chart per corpus.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--docs", required=True, type=Path, metavar="DIR", help="folder of Markdown files")
-    parser.add_argument("--questions", required=True, type=Path, metavar="Q.jsonl",
+    parser.add_argument("--docs", required=True, type=Path, metavar="DIR", action="append",
+                        help="folder of Markdown files (repeat, with one --questions each, for several corpora)")
+    parser.add_argument("--questions", required=True, type=Path, metavar="Q.jsonl", action="append",
                         help="question set: id, question, intent, answerable, gold_file, gold_heading_path, key_facts")
-    parser.add_argument("--collection", metavar="NAME",
-                        help="Weaviate collection to ingest into and query (default: one named after DIR)")
+    parser.add_argument("--collection", metavar="NAME", action="append",
+                        help="Weaviate collection to ingest into and query, one per --docs "
+                             "(default: one named after each DIR)")
     parser.add_argument("--out", type=Path, default=Path("eval-out"), metavar="DIR",
-                        help="where report.json, eval.png and the result lines go (default ./eval-out)")
+                        help="where report.json, eval.png and the result lines go (default ./eval-out; "
+                             "one sub-folder per corpus when there are several)")
     parser.add_argument("--ablate", action="store_true",
                         help="also run the pipeline with each stage switched off in turn")
     parser.add_argument("--subset", type=int, metavar="N", help="only N questions, taken in turn from each intent")
     parser.add_argument("--no-baselines", action="store_true", help="skip the two naive baselines")
 
 
+def read_question_set(path: Path) -> list[dict]:
+    from fieldguide.evaluation.metrics import read_jsonl
+
+    questions = read_jsonl(path)
+    if not questions or any("id" not in q or "question" not in q for q in questions):
+        raise ValueError("every line needs an \"id\" and a \"question\"")
+    return questions
+
+
 def run(args) -> int:
+    import json
     import os
     import sys
 
-    if not args.docs.is_dir():
-        print(f"fieldguide eval: {args.docs} is not a directory", file=sys.stderr)
+    if len(args.docs) != len(args.questions):
+        print(f"fieldguide eval: {len(args.docs)} --docs but {len(args.questions)} --questions: give one question "
+              "set per docs folder", file=sys.stderr)
         return 2
-    try:
-        from fieldguide.evaluation.metrics import read_jsonl
-
-        questions = read_jsonl(args.questions)
-        if not questions or any("id" not in q or "question" not in q for q in questions):
-            raise ValueError("every line needs an \"id\" and a \"question\"")
-    except (OSError, ValueError) as exc:
-        print(f"fieldguide eval: {args.questions}: {exc}", file=sys.stderr)
+    if args.collection and len(args.collection) != len(args.docs):
+        print(f"fieldguide eval: {len(args.collection)} --collection for {len(args.docs)} --docs: give one per "
+              "docs folder, or none", file=sys.stderr)
         return 2
+    corpora = []
+    for docs, questions_path in zip(args.docs, args.questions):
+        if not docs.is_dir():
+            print(f"fieldguide eval: {docs} is not a directory", file=sys.stderr)
+            return 2
+        try:
+            corpora.append((docs, questions_path, read_question_set(questions_path)))
+        except (OSError, ValueError) as exc:
+            print(f"fieldguide eval: {questions_path}: {exc}", file=sys.stderr)
+            return 2
 
     from fieldguide.errors import FieldguideError
-    from fieldguide.evaluation.report import slice_tables
-    from fieldguide.evaluation.runner import auto_collection, evaluate, subset_questions, system_order, write_outputs
+    from fieldguide.evaluation.report import mean_table, slice_tables
+    from fieldguide.evaluation.runner import (auto_collection, corpus_label, evaluate, subset_questions,
+                                              system_order, write_outputs)
     from fieldguide.settings import get_settings
 
-    questions = subset_questions(questions, args.subset)
-    settings = get_settings().model_copy(update={"collection": args.collection or auto_collection(args.docs)})
     log = lambda message: print(message, file=sys.stderr)  # noqa: E731
-    try:
-        run_ = evaluate(args.docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines, log=log)
-    except FieldguideError as exc:
-        print(f"fieldguide eval: {exc}", file=sys.stderr)
-        return 1
-    meta = {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-            "docs": f"{args.docs.resolve().parent.name}/{args.docs.name}", "questions_file": args.questions.name, "questions": len(questions),
-            "subset": args.subset, "ablate": args.ablate}
-    paths = write_outputs(run_, args.out, meta)
-    print(slice_tables(run_.scores, system_order(run_)))
-    seconds = run_.facts["seconds"]
-    print(f"\n{len(questions)} questions; seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items())
-          + f"; total {sum(seconds.values()):.1f}")
-    print(f"wrote {paths['report']}, {paths['chart']} and {paths['results']}/*.jsonl")
+    several = len(corpora) > 1
+    labels = corpus_label([docs for docs, _, _ in corpora])
+    results = {}
+    for index, (docs, questions_path, questions) in enumerate(corpora):
+        questions = subset_questions(questions, args.subset)
+        collection = args.collection[index] if args.collection else auto_collection(docs)
+        settings = get_settings().model_copy(update={"collection": collection})
+        try:
+            run_ = evaluate(docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines, log=log)
+        except FieldguideError as exc:
+            print(f"fieldguide eval: {exc}", file=sys.stderr)
+            return 1
+        meta = {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+                "docs": f"{docs.resolve().parent.name}/{docs.name}", "questions_file": questions_path.name,
+                "questions": len(questions), "subset": args.subset, "ablate": args.ablate}
+        out = args.out / labels[index] if several else args.out
+        paths = write_outputs(run_, out, meta)
+        results[labels[index]] = run_
+        if several:
+            print(f"\n######## {labels[index]} ({docs})\n")
+        print(slice_tables(run_.scores, system_order(run_)))
+        seconds = run_.facts["seconds"]
+        print(f"\n{len(questions)} questions; seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items())
+              + f"; total {sum(seconds.values()):.1f}")
+        print(f"wrote {paths['report']}, {paths['chart']} and {paths['results']}/*.jsonl")
+    if several:
+        table, mean = mean_table({label: run_.scores for label, run_ in results.items()},
+                                 {label: system_order(run_) for label, run_ in results.items()})
+        print(f"\n######## mean over {len(results)} corpora (all questions of each, every corpus weighted alike)\n")
+        print(table)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "mean.json").write_text(json.dumps({"corpora": list(results), "mean": mean}, indent=2) + "\n",
+                                            encoding="utf-8")
+        print(f"wrote {args.out / 'mean.json'}")
     return 0

@@ -34,12 +34,17 @@ def read_questions(path: Path) -> list[dict]:
 
 
 def parse_overrides(pairs: list[str]) -> dict:
+    """--set NAME=VALUE pairs as run options, checked against their declaration (a typo or a
+    value out of bounds is a ValueError naming the option)."""
+    from graph.runtime import QueryOptions
+
     overrides = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
             raise ValueError(f"--set expects NAME=VALUE, got {pair!r}")
         overrides[name.strip()] = value.strip()
+    QueryOptions.validate_overrides(overrides, strict=True)
     return overrides
 
 

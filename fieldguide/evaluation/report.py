@@ -47,6 +47,28 @@ def slice_tables(scores: dict[str, dict[str, dict]], systems: list[str], markdow
     return "\n\n".join(parts)
 
 
+MEAN_METRICS = ("facts_all", "facts_soft", "file_hit", "section_mrr", "false_abstain", "abstain_ok", "intent_acc",
+                "ctx_words")
+
+
+def mean_table(scores_by_corpus: dict[str, dict[str, dict[str, dict]]],
+               systems_by_corpus: dict[str, list[str]]) -> tuple[str, dict]:
+    """The mean over corpora of each system's scores (all questions, and long sections), every
+    corpus weighted alike; systems that every corpus ran only. Returns (table, figures)."""
+    shared = [s for s in next(iter(systems_by_corpus.values()))
+              if all(s in systems for systems in systems_by_corpus.values())]
+    mean: dict[str, dict] = {}
+    for system in shared:
+        row = {}
+        for metric in MEAN_METRICS:
+            values = [scores[system]["all"].get(metric) for scores in scores_by_corpus.values()]
+            row[metric] = round(sum(values) / len(values), 3) if all(v is not None for v in values) else None
+        long = [scores[system].get("long_section", {}).get("facts_all") for scores in scores_by_corpus.values()]
+        row["long_facts_all"] = round(sum(long) / len(long), 3) if all(v is not None for v in long) else None
+        mean[system] = row
+    return format_table(mean, rows=(*MEAN_METRICS, "long_facts_all")), mean
+
+
 def save_chart(scores: dict[str, dict[str, dict]], systems: list[str], path: Path) -> None:
     """Left: facts_all against context words, one point per system. Right: facts_all per slice."""
     import matplotlib

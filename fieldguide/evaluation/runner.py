@@ -27,7 +27,8 @@ NO_TOKEN_PASS = "no_token_pass"
 QUERY_ABLATIONS: dict[str, dict] = {
     "no_threshold": {"min_similarity": -1.0},          # cosine is never below -1: everything passes
     "no_rerank": {"reranker": False},                  # similarity order, similarity as the score
-    "no_cap": {"rerank_min": -1e9, "max_chunks": 1000},  # every reranked candidate goes on (budget still applies)
+    # every reranked candidate goes on, no abstention (the budget still applies)
+    "no_cap": {"rerank_min": -1e9, "abstain_margin": -1e9, "rank_window": 1e9, "max_chunks": 1000},
     "no_reassembly": {"reassembly": False},            # capped chunks alone, no sibling parts
     "no_routing": {"routing": False},                  # every question alike: no screen steering
 }
@@ -41,6 +42,16 @@ def auto_collection(docs_dir: Path) -> str:
                        if part)[:40]
     digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:8]
     return f"Eval{readable}_{digest}"
+
+
+def corpus_label(docs_dirs: list[Path]) -> list[str]:
+    """A short, distinct name per docs folder: the folder's name, or its parent's when the
+    folder is called docs (corpus/docs/), numbered when two are still the same."""
+    names = []
+    for docs in docs_dirs:
+        resolved = Path(docs).resolve()
+        names.append(resolved.parent.name if resolved.name == "docs" else resolved.name)
+    return [name if names.count(name) == 1 else f"{name}-{n}" for n, name in enumerate(names, start=1)]
 
 
 def subset_questions(questions: list[dict], n: int | None) -> list[dict]:

@@ -8,6 +8,11 @@ real query graph by default) into:
     /rag/...                       LangServe routes over the same graph
     GET  /healthz, /readyz         liveness, readiness (store reachable, index built with our model)
     GET  /                         the chat page (plus its scripts, libraries and the docs' images)
+    POST /v1/chat/completions      OpenAI-compatible chat (openai_api.py), GET /v1/models
+    /mcp                           the MCP server over streamable HTTP (mcp_server.py)
+    GET  /widget.js                the embeddable chat widget (widget.py)
+
+Browsers on other origins may call it only from FIELDGUIDE_ALLOWED_ORIGINS (origins.py).
 
 A janitor task cancels turns nobody has listened to for `abandon_after_seconds` and evicts
 conversations idle longer than `event_log_ttl_seconds`.
@@ -39,7 +44,8 @@ from fieldguide.service.conversations import (
 )
 from fieldguide.service.engine import TurnEngine
 from fieldguide.service.memory import ReleasePolicy, release_memory, settle_heap
-from fieldguide.service.readiness import ReadinessCheck, store_readiness
+from fieldguide.service.readiness import ReadinessCheck, index_calibration, store_readiness
+from fieldguide.service.runs import GraphRunner
 from fieldguide.service.turns import run_turn
 from fieldguide.settings import Settings, get_settings
 
@@ -64,6 +70,12 @@ def default_graph_factory(checkpointer=None):
     return build_graph(checkpointer=checkpointer)
 
 
+def default_retrieval_graph():
+    from graph.graph import build_retrieval_graph
+
+    return build_retrieval_graph()
+
+
 def invalid(field_name: str, message: str, value: Any) -> RequestValidationError:
     return RequestValidationError([{"type": "value_error", "loc": ("body", field_name), "msg": message,
                                     "input": value}])
@@ -82,7 +94,11 @@ class Service:
     release_policy: ReleasePolicy = field(default_factory=ReleasePolicy)
     resources: Any = None
     engine: TurnEngine = field(default_factory=TurnEngine)
+    describe_index: Callable[[], dict | None] | None = None  # the index's calibration, shown by /readyz
+    runner: GraphRunner | None = None  # one-call runs (OpenAI chat, MCP tools), on the same engine
+    lifespans: list[Callable[[], Any]] = field(default_factory=list)  # async contexts the app's lifespan enters
     _ready_cache: tuple[float, str | None] | None = None
+    index_description: dict | None = None
 
     def resolve(self, url: str, source: str = "") -> str:
         return resolve_asset_url(url, source, self.settings.image_base_url)
@@ -163,6 +179,9 @@ class Service:
             return self._ready_cache[1]
         try:
             reason = await asyncio.wait_for(asyncio.to_thread(self.readiness), READINESS_TIMEOUT)
+            if reason is None and self.describe_index is not None:
+                self.index_description = await asyncio.wait_for(asyncio.to_thread(self.describe_index),
+                                                                  READINESS_TIMEOUT)
         except asyncio.TimeoutError:
             reason = f"the store did not answer within {READINESS_TIMEOUT:g} s"
         self._ready_cache = (time.monotonic(), reason)
@@ -208,8 +227,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     )
     resources = None
     configurable = dict(configurable or {})
+    retrieval_graph = None  # a stand-in graph (tests) serves searches with its own final state
     if graph_factory is None:
         graph_factory = default_graph_factory
+        retrieval_graph = default_retrieval_graph()
         if "resources" not in configurable:
             from graph.runtime import Resources
 
@@ -226,7 +247,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         readiness=readiness or store_readiness(settings, resources),
         configurable=configurable,
         resources=resources,
+        describe_index=None if readiness else index_calibration(settings, resources),
     )
+    service.runner = GraphRunner(graph=graph, retrieval_graph=retrieval_graph or graph, configurable=configurable,
+                                 engine=service.engine, checkpointer=checkpointer)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -236,7 +260,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         settle_heap()
         janitor = asyncio.create_task(service.janitor())
         try:
-            yield
+            async with contextlib.AsyncExitStack() as stack:
+                for enter in service.lifespans:
+                    await stack.enter_async_context(enter())
+                yield
         finally:
             janitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -299,7 +326,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     async def readyz() -> JSONResponse:
         reason = await service.ready()
         if reason is None:
-            return JSONResponse({"status": "ready"})
+            body = {"status": "ready"}
+            if service.index_description:
+                body["calibration"] = service.index_description
+            return JSONResponse(body)
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
     from fieldguide.service.web import add_web_routes
@@ -308,5 +338,14 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     if langserve:
         from fieldguide.service.rag import add_rag_routes
 
-        add_rag_routes(app, graph, configurable=configurable)
+        add_rag_routes(app, graph, configurable=configurable, settings=settings)
+    from fieldguide.service.mcp_server import add_mcp_routes
+    from fieldguide.service.openai_api import add_openai_routes
+    from fieldguide.service.origins import OriginPolicy, parse_origins
+    from fieldguide.service.widget import add_widget_routes
+
+    add_openai_routes(app, service)
+    add_mcp_routes(app, service, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir)
+    add_widget_routes(app, settings)
+    app.add_middleware(OriginPolicy, allowed=parse_origins(settings.allowed_origins))
     return app

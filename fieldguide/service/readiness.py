@@ -42,3 +42,21 @@ def store_readiness(settings: Settings, resources=None) -> ReadinessCheck:
             return f"Weaviate is not reachable: {type(exc).__name__}: {exc}"
 
     return check
+
+
+def index_calibration(settings: Settings, resources=None) -> Callable[[], "dict | None"]:
+    """The calibration the pipeline uses (`fieldguide.calibration`), for `/readyz`; None when it
+    cannot be had (the readiness reason then says why)."""
+
+    def describe() -> dict | None:
+        try:
+            if resources is not None:
+                return resources.calibration.to_dict()
+            from fieldguide.store import open_store
+
+            with open_store(settings) as store:
+                return (store.manifest() or {}).get("calibration")
+        except Exception:  # readiness reports the failure; the description is only extra
+            return None
+
+    return describe

@@ -21,7 +21,7 @@ from fieldguide.settings import Settings
 
 log = logging.getLogger("fieldguide.service")
 
-PAGE_FILES = {"app.js": "text/javascript", "style.css": "text/css"}
+PAGE_FILES = {"chat.js": "text/javascript", "app.js": "text/javascript", "style.css": "text/css"}
 TEXT_SUFFIXES = {".md", ".markdown", ".mdx", ".txt"}
 
 PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src * data:; "

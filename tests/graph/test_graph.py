@@ -33,7 +33,7 @@ def fake_chat(*answers):
 def test_module_graph_has_every_node_and_a_narrow_input():
     assert set(graph.get_graph().nodes) >= {"route", "embed", "search", "threshold", "rerank", "cap",
                                            "reassemble", "prompt", "generate"}
-    assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id"}
+    assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id", "messages"}
 
 
 def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
@@ -45,7 +45,8 @@ def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
     assert state["answer"] == "Open Reports and press Export."
     assert state["context"][0]["chunk_id"] == "export-screen"
     assert set(state["stages"]) == {"search", "threshold", "rerank", "cap"}
-    assert set(state["timings_ms"]) == {"route", "embed", "search", "threshold", "rerank", "cap", "reassemble",
+    assert set(state["timings_ms"]) == {"route", "embed", "search", "weigh_intent", "threshold", "rerank", "cap",
+                                        "reassemble",
                                         "prompt", "generate"}
 
 

@@ -48,7 +48,9 @@ def test_warm_up_loads_a_configured_cross_encoder_and_embeds_once(random_cross_e
     embeddings = FakeEmbeddings()
     resources = Resources(Settings(reranker_model=random_cross_encoder), embeddings=embeddings)
     resources.warm_up(chat=False)
-    assert embeddings.calls == 1
+    from nodes.intent_examples import CONCEPTUAL_EXAMPLES, SCREEN_EXAMPLES
+
+    assert embeddings.calls == 1 + len(SCREEN_EXAMPLES) + len(CONCEPTUAL_EXAMPLES)  # warm-up text, route examples
     assert isinstance(resources._reranker, CrossEncoderReranker)
     assert resources._chat_model is None  # retrieval only: the chat model stays unloaded
 
@@ -64,9 +66,9 @@ def test_warm_up_scores_with_the_fallback_and_loads_the_chat_model_when_asked(mo
     class CountingScorer(LexicalFallbackScorer):
         calls = 0
 
-        def score(self, question, candidates, intent=None):
+        def score(self, question, candidates, intent=None, term_stats=None):
             CountingScorer.calls += 1
-            return super().score(question, candidates, intent)
+            return super().score(question, candidates, intent, term_stats)
 
     resources = Resources(Settings(reranker_model=None), embeddings=FakeEmbeddings(), reranker=CountingScorer())
     resources.warm_up()

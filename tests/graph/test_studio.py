@@ -4,8 +4,9 @@ langgraph-cli[inmem] lives in its own environment, `.venv-studio` (built by
 scripts/setup-studio.sh), because its grpcio clashes with weaviate-client's. The server
 runs from the repository root exactly as a user starts it, reads langgraph.json, and
 talks to the test run's Weaviate. The collection holds one small section and the run
-asks for a similarity no chunk can reach, so the turn abstains without loading the chat
-model while every node, the store query and the per-request config are exercised.
+asks for a rerank score no chunk can reach (a declared option, sent as `configurable`), so
+the turn abstains without loading the chat model while every node, the store query and
+the per-request config are exercised.
 
 Without `.venv-studio` the test is skipped, or fails when CI is set;
 FIELDGUIDE_STUDIO_TESTS=0 leaves it out on purpose.
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.studio, pytest.mark.weaviate, pytest.mark.models]
 REPO = Path(__file__).resolve().parents[2]
 LANGGRAPH = REPO / ".venv-studio" / "bin" / "langgraph"
 HOST = "127.0.0.1"
-NODES = ["route", "embed", "search", "threshold", "rerank", "cap", "reassemble", "prompt", "generate"]
+NODES = ["route", "embed", "search", "threshold", "rerank", "weigh_intent", "cap", "reassemble", "prompt", "generate"]
 STARTUP_SECONDS = 120
 RUN_SECONDS = 240  # the server loads the embedding model on the first run
 DOC = "# Budget categories\n\n## Rename a category\n\nOpen the category menu and choose **Rename**.\n"
@@ -126,16 +127,22 @@ def test_langgraph_dev_serves_and_runs_the_graph(studio_server, tiny_collection)
         assert thread.status_code == 200, thread.text
         thread_id = thread.json()["thread_id"]
 
-        # No similarity exceeds 1, so the one stored section is found but filtered out.
+        # Studio's forms come from the declared options: bounds and descriptions included.
+        schemas = client.get(f"/assistants/{assistant_id}/schemas")
+        assert schemas.status_code == 200, schemas.text
+        context_schema = schemas.json()["context_schema"]
+        assert {"rerank_min", "max_chunks", "max_answer_tokens"} <= set(context_schema["properties"])
+
+        # No rerank score reaches 1000, so the one stored section is found but capped away.
         run = client.post(f"/threads/{thread_id}/runs/wait", timeout=RUN_SECONDS, json={
             "assistant_id": assistant_id,
             "input": {"question": "How do I rename a category?"},
-            "config": {"configurable": {"min_similarity": 1.01}},
+            "config": {"configurable": {"rerank_min": 1000}},
         })
         # The README's stateless call, with the graph id standing for its assistant.
         stateless = client.post("/runs/wait", timeout=RUN_SECONDS, json={
             "assistant_id": "fieldguide", "input": {"question": "How do I rename a category?"},
-            "config": {"configurable": {"min_similarity": 1.01}},
+            "config": {"configurable": {"rerank_min": 1000}},
         })
     assert stateless.status_code == 200, f"{stateless.text}\n{log_tail()}"
     assert stateless.json().get("abstain") is True, stateless.json()
@@ -146,5 +153,6 @@ def test_langgraph_dev_serves_and_runs_the_graph(studio_server, tiny_collection)
     assert final["answer"].startswith("The documentation does not cover this question")
     assert [n["source"] for n in final["nearest"]] == ["categories.md"]
     assert "Budget categories" in final["answer"]  # the nearest section is named
-    assert len(final["stages"]["search"]) == 1 and final["stages"]["threshold"] == []
+    assert len(final["stages"]["search"]) == 1 and len(final["stages"]["threshold"]) == 1
+    assert final["stages"]["cap"] == []
     assert final["context"] == []

@@ -70,6 +70,15 @@ class FakeStore:
         scored.sort(key=lambda r: (-r["similarity"], r["chunk_id"]))
         return scored[:k]
 
+    def count(self):
+        return len(self.records)
+
+    def count_kind(self, content_kind):
+        return sum(1 for r in self.records if r["content_kind"] == content_kind)
+
+    def term_stats_text(self):
+        return None  # like an index built before term statistics: the candidates stand in
+
     def group_parts(self, group_id):
         self.calls.append(("group_parts", group_id))
         return sorted((dict(r) for r in self.records if r["group_id"] == group_id), key=lambda r: r["part_index"])
@@ -105,8 +114,8 @@ def make_resources(records, *, chat_model=None, reranker=None, model_id=None, **
     from graph.runtime import Resources
 
     # Pin the knobs the tests rely on, so re-tuning the defaults does not change them.
-    pinned = {"search_k": 12, "screen_k": 6, "min_similarity": 0.25, "rerank_min": 0.0, "max_chunks": 4,
-              "context_token_budget": 1200}
+    pinned = {"search_k": 12, "screen_k": 6, "min_similarity": 0.25, "rerank_min": 0.0, "abstain_margin": 0.0,
+              "rank_window": None, "max_chunks": 4, "context_token_budget": 1200}
     settings = Settings(**{**pinned, **settings})
     model_id = model_id or embedding_model_id(settings)
     resources = Resources(settings, store=FakeStore(records, model_id=model_id),

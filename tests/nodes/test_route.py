@@ -51,3 +51,20 @@ def test_route_node_opens_the_turn():
     assert set(update["timings_ms"]) == {"route"}
     assert update["stages"] == {}
     assert update["messages"][0].content == "Where is the export button?"
+
+
+def test_why_counts_only_where_it_asks():
+    assert "asks why" in classify("Why is the total wrong?")[2]
+    assert "asks why" in classify("The total is wrong. Why?")[2]
+    assert "asks why" not in classify("How do I add a note so the team knows why the numbers jumped?")[2]
+
+
+def test_any_task_after_how_do_i_is_procedural_but_knowing_is_not():
+    assert "procedural how-to" in classify("How do I stop my visits being counted?")[2]
+    assert "procedural how-to" not in classify("How do I know whether the import worked?")[2]
+
+
+def test_the_wording_margin_is_kept_for_weigh_intent():
+    update = route({"question": "Where is the export button?"})
+    assert update["intent_wording"] > 0
+    assert route({"question": "Где находится кнопка экспорта?"})["intent_wording"] == 0.0  # no English cue

@@ -72,3 +72,63 @@ def test_playground_and_schemas_are_served(rag_server):
         if "$ref" in schema:
             schema = schema["$defs"][schema["$ref"].rsplit("/", 1)[-1]]
         assert "question" in schema["properties"] and schema["required"] == ["question"]
+
+
+def _configurable_schema(schema: dict) -> dict:
+    ref = schema["properties"]["configurable"].get("$ref") or schema["properties"]["configurable"]["allOf"][0]["$ref"]
+    return schema["$defs"][ref.rsplit("/", 1)[-1]]
+
+
+def test_config_schema_declares_the_run_options_with_bounds_and_public_limits(rag_server):
+    from graph.runtime import QueryOptions
+
+    base, app = rag_server
+    with httpx.Client(timeout=30) as client:
+        configurable = _configurable_schema(client.get(base + "/rag/config_schema").json())
+    assert set(configurable["properties"]) == set(QueryOptions.model_fields)
+    rerank_min = configurable["properties"]["rerank_min"]
+    assert "abstains" in rerank_min["description"]
+    max_chunks = configurable["properties"]["max_chunks"]
+    settings = app.state.service.settings
+    assert max_chunks["minimum"] == 1 and max_chunks["default"] == settings.max_chunks  # the server's value
+    assert max_chunks["maximum"] == settings.public_max_chunks  # the public limit, not the option's own 1000
+
+
+@pytest.mark.parametrize("name, value", [("max_chunks", 0), ("max_chunks", 13), ("temperature", 5),
+                                         ("max_answer_tokens", 100_000), ("search_k", "lots")])
+def test_an_option_out_of_bounds_gets_422_naming_the_field(rag_server, name, value):
+    base, _ = rag_server
+    with httpx.Client(timeout=30) as client:
+        response = client.post(base + "/rag/invoke", json={
+            "input": {"question": "Which fields?"}, "config": {"configurable": {name: value}}})
+    assert response.status_code == 422, response.text
+    (error,) = response.json()["detail"]
+    assert error["loc"][-2:] == ["configurable", name] and error["msg"]
+
+
+def test_remote_runnable_sees_the_422_too(rag_server):
+    base, _ = rag_server
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        RemoteRunnable(base + "/rag/", timeout=30).invoke(
+            {"question": "Which fields?"}, config={"configurable": {"max_chunks": 0}})
+    assert refused.value.response.status_code == 422
+    assert "max_chunks" in refused.value.response.text
+
+
+def test_batch_is_off_so_one_call_cannot_queue_many_runs(rag_server):
+    base, _ = rag_server
+    with httpx.Client(timeout=30) as client:
+        response = client.post(base + "/rag/batch", json={"inputs": [{"question": "Which fields?"}] * 3})
+    assert response.status_code == 404
+
+
+def test_a_config_hash_route_is_bounded_too(rag_server):
+    base, _ = rag_server
+    import json
+
+    from langserve.lzstring import LZString  # how the playground puts a config into the URL
+
+    encoded = LZString.compressToEncodedURIComponent(json.dumps({"configurable": {"max_chunks": 0}}))
+    with httpx.Client(timeout=30) as client:
+        response = client.post(base + f"/rag/c/{encoded}/invoke", json={"input": {"question": "Which fields?"}})
+    assert response.status_code == 422 and "max_chunks" in response.text

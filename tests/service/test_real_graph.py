@@ -24,7 +24,10 @@ def real_server(weaviate_settings):
 
 def test_real_pipeline_streams_a_grounded_answer_with_screenshots(real_server):
     with httpx.Client(timeout=300) as client:
-        assert client.get(real_server + "/readyz").status_code == 200
+        ready = client.get(real_server + "/readyz")
+        assert ready.status_code == 200
+        calibration = ready.json()["calibration"]  # the index's own thresholds, as ingest stored them
+        assert calibration["probes"] == 30 and calibration["abstain_margin"] > 0 and calibration["chunks"] > 0
         started = client.post(real_server + "/conversations",
                               json={"question": "Which fields are on the booking form?"}).json()
         with client.stream("GET", real_server + started["stream_url"]) as response:

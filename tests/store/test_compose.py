@@ -54,10 +54,46 @@ def test_app_points_at_the_weaviate_service():
     assert (ROOT / "Dockerfile").is_file()
 
 
+def _stages() -> list[list[str]]:
+    """The Dockerfile's build stages, each a list of its instruction lines (continuations joined)."""
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", " ")
+    stages: list[list[str]] = []
+    for line in (line.strip() for line in text.splitlines()):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("FROM "):
+            stages.append([])
+        stages[-1].append(" ".join(line.split()))
+    return stages
+
+
 def test_dockerfile_installs_the_project_on_python_311():
-    lines = [line.strip() for line in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines()]
-    assert lines[[line.startswith("FROM") for line in lines].index(True)] == "FROM python:3.11-slim"
-    assert any(line.startswith("RUN pip install") and line.endswith(" .") for line in lines)
-    text = "\n".join(lines)
+    app = _stages()[-1]
+    assert app[0] == "FROM python:3.11-slim"
+    assert any(line.startswith("RUN ") and "pip install" in line and line.endswith(" .") for line in app)
+    text = "\n".join(app)
     assert "FIELDGUIDE_WEAVIATE_URL=http://weaviate:8080" in text
     assert "fieldguide serve --host 0.0.0.0 --port 8000" in text
+
+
+def test_dockerfile_builds_the_chat_page_libraries_in_a_node_stage():
+    import json
+
+    from fieldguide.service.assets import VENDOR_FILES
+
+    *builders, app = _stages()
+    (web,) = [stage for stage in builders if stage[0].startswith("FROM node:")]
+    name = web[0].split(" AS ")[-1]
+    workdir = next(line.split()[1] for line in web if line.startswith("WORKDIR "))
+    assert any(line.startswith("COPY ") and "fieldguide/web/package-lock.json" in line for line in web)
+    assert any(line.startswith("RUN npm ci") for line in web)
+    # the app stage takes the stage's node_modules to where the service looks for them, before the
+    # install (so a regular install ships them as package data)
+    copy = f"COPY --from={name} {workdir}/node_modules /app/fieldguide/web/node_modules"
+    assert copy in app
+    install = next(i for i, line in enumerate(app) if line.startswith("RUN ") and "pip install" in line)
+    assert app.index(copy) < install
+    locked = json.loads((ROOT / "fieldguide" / "web" / "package-lock.json").read_text(encoding="utf-8"))
+    packages = {path.split("node_modules/")[-1] for path in locked.get("packages", {}) if path}
+    assert {package for package, _ in VENDOR_FILES.values()} <= packages
+    assert "node_modules" in (ROOT / ".dockerignore").read_text(encoding="utf-8").split()  # never the host's

@@ -53,9 +53,15 @@ def test_cli_ingest_json_summary_and_model_refusal(tmp_path, weaviate_settings):
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout.strip().splitlines()[-1])
     assert list(summary) == ["files_seen", "files_skipped", "files_changed", "files_added", "files_deleted",
-                             "chunks_written", "chunks_deleted", "texts_embedded", "seconds"]
-    assert all(isinstance(summary[k], int) for k in summary if k != "seconds")
+                             "chunks_written", "chunks_deleted", "texts_embedded", "seconds", "calibration"]
+    assert all(isinstance(summary[k], int) for k in summary if k not in ("seconds", "calibration"))
     assert summary["files_added"] == 4 and summary["chunks_written"] == summary["texts_embedded"] > 0
+    calibration = summary["calibration"]  # the extra key beside the contract's counts
+    assert calibration["scorer"].startswith("lexical-fallback") and calibration["chunks"] == summary["chunks_written"]
+    assert calibration["probes"] == 30 and calibration["abstain_margin"] > 0 and 0 < calibration["screen_share"] < 1
+
+    again = _fieldguide("ingest", str(docs), "--json", env_update=env)  # unchanged: the stored calibration
+    assert json.loads(again.stdout.strip().splitlines()[-1])["calibration"] == calibration
 
     refused = _fieldguide("ingest", str(docs), "--json", "--collection", weaviate_settings.collection,
                           env_update={"FIELDGUIDE_EMBEDDING_MODEL": "sentence-transformers/paraphrase-MiniLM-L3-v2"})

@@ -57,9 +57,10 @@ def test_first_ingest_then_rerun_is_idempotent(tmp_path, weaviate_settings, embe
     counting.texts = 0
     second, count_again, _ = _ingest(docs, weaviate_settings, counting)
     assert counting.texts == 0
-    assert second.to_dict() | {"seconds": 0} == {
+    assert second.to_dict() | {"seconds": 0, "calibration": None} == {
         "files_seen": 4, "files_skipped": 4, "files_changed": 0, "files_added": 0, "files_deleted": 0,
-        "chunks_written": 0, "chunks_deleted": 0, "texts_embedded": 0, "seconds": 0}
+        "chunks_written": 0, "chunks_deleted": 0, "texts_embedded": 0, "seconds": 0, "calibration": None}
+    assert second.calibration == first.calibration  # unchanged index: the stored calibration, not measured again
     assert count_again == count
 
 

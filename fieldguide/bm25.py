@@ -1,0 +1,103 @@
+"""Okapi BM25 with the index's own term statistics.
+
+The lexical part of the fallback scorer. Standard BM25 (k1 = 1.2, b = 0.75, Lucene's
+non-negative idf) over the words of `fieldguide.words`: no stop list, since a word that most
+chunks hold has an idf near zero in any language. A chunk's document is its breadcrumb and its
+text, the breadcrumb's words counted `HEADING_TF` times (a heading names what the section is
+about, as BM25F weighs a title field).
+
+`TermStats` (chunk count, mean length, document frequency of every word) is computed at
+ingest over the whole collection and stored with the index manifest; without it (an index
+built before it existed) the candidates themselves stand in for the collection.
+
+`relative_scores` divides each BM25 score by the question's total idf: the share of the
+question's word weight that a chunk matches, near 0..1 for one occurrence of each word in a
+chunk of average length (repeats and short chunks can pass 1, saturating at k1 + 1).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from fieldguide.words import words
+
+K1 = 1.2
+B = 0.75
+HEADING_TF = 2
+
+
+def document_words(heading_path: Sequence[str] | None, text: str) -> list[str]:
+    """The words BM25 sees for a chunk: breadcrumb words (HEADING_TF times) and text words."""
+    heading = words(" ".join(heading_path or ()))
+    return heading * HEADING_TF + words(text or "")
+
+
+@dataclass
+class TermStats:
+    documents: int
+    mean_length: float
+    document_frequency: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[list[str]]) -> "TermStats":
+        df: Counter = Counter()
+        count = total = 0
+        for document in documents:
+            count += 1
+            total += len(document)
+            df.update(set(document))
+        return cls(count, total / count if count else 0.0, dict(df))
+
+    def idf(self, term: str) -> float:
+        n = self.document_frequency.get(term, 0)
+        return math.log(1.0 + (self.documents - n + 0.5) / (n + 0.5))
+
+    # --- storage: compact text for the manifest -------------------------------------------
+    def to_text(self) -> str:
+        payload = json.dumps({"documents": self.documents, "mean_length": round(self.mean_length, 3),
+                              "df": self.document_frequency}, ensure_ascii=False, separators=(",", ":"))
+        return base64.b64encode(zlib.compress(payload.encode("utf-8"), 9)).decode("ascii")
+
+    @classmethod
+    def from_text(cls, text: str | None) -> "TermStats | None":
+        if not text:
+            return None
+        try:
+            data = json.loads(zlib.decompress(base64.b64decode(text)).decode("utf-8"))
+            return cls(int(data["documents"]), float(data["mean_length"]), dict(data["df"]))
+        except (ValueError, KeyError, TypeError, zlib.error):
+            return None  # unreadable stats are as good as none: the candidates stand in
+
+
+def bm25_scores(query: Sequence[str], documents: Sequence[list[str]], stats: TermStats) -> list[float]:
+    """Okapi BM25 of each document for the query words (each distinct word once)."""
+    terms = list(dict.fromkeys(query))
+    idf = {t: stats.idf(t) for t in terms}
+    mean = stats.mean_length or 1.0
+    scores = []
+    for document in documents:
+        counts = Counter(document)
+        norm = K1 * (1.0 - B + B * len(document) / mean)
+        score = 0.0
+        for term in terms:
+            tf = counts.get(term)
+            if tf:
+                score += idf[term] * tf * (K1 + 1.0) / (tf + norm)
+        scores.append(score)
+    return scores
+
+
+def relative_scores(query_text: str, documents: Sequence[list[str]], stats: TermStats | None) -> list[float]:
+    """BM25 divided by the question's total idf (see the module doc); the candidates' own
+    statistics when the index has none."""
+    query = words(query_text)
+    if not query or not documents:
+        return [0.0] * len(documents)
+    stats = stats or TermStats.from_documents(documents)
+    total = sum(stats.idf(t) for t in dict.fromkeys(query)) or 1.0
+    return [score / total for score in bm25_scores(query, documents, stats)]

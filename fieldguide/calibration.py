@@ -1,0 +1,175 @@
+"""Per-index calibration: the thresholds that decide abstention, measured on the index itself.
+
+A score means different things in different documentation: on one product's docs an
+answerable question's best chunk scores 0.6, on another's 0.5, and a single constant
+`rerank_min` abstains too often on the second or too rarely on the first. So the index
+measures its own scale with probe questions that no product's documentation answers
+(`OFF_TOPIC_PROBES`: cooking, geography, sport, nature), run through the real search and the
+active scorer exactly as a user's question would be:
+
+* `rerank_min`, the strict minimum of the cap: the best score any probe reached. A chunk that
+  matches a question no better than the docs match "how do I boil an egg" is noise.
+* `margin_unit`: how far the best of an unrelated pool of sections stands above their median by
+  chance (the probes' median `top_margin`, one score per section): the index's unit of
+  "standing out".
+* `abstain_margin` = `MARGIN_FACTOR` margin units: a question whose best candidate does not
+  stand out from its own candidates by that much abstains (`nodes.cap`).
+* `screen_share`: the share of screen chunks in the index, the base rate the intent evidence
+  is measured against (`nodes.weigh_intent`).
+
+`calibrate` runs at ingest whenever the index changed (the figures go into the manifest and
+into `fieldguide ingest --json`) and, for an index built before calibration existed or
+calibrated for another scorer, once per process on first use.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+
+CALIBRATION_VERSION = 2
+# How many times the probes' median margin a real question's best candidate must reach:
+# chosen on both development corpora (docs/TUNING.md, "Abstention").
+MARGIN_FACTOR = 1.2
+# Candidates whose scores make up the pool a margin is measured against.
+MARGIN_POOL = 20
+
+OFF_TOPIC_PROBES = (
+    "What is the boiling point of water at high altitude?",
+    "How long should I boil an egg for a soft yolk?",
+    "Who painted the ceiling of the Sistine Chapel?",
+    "What is the capital city of Australia?",
+    "How do I change a flat tyre on a bicycle?",
+    "Why is the sky blue during the day?",
+    "How many players are on a football team?",
+    "What is the best way to learn to play the guitar?",
+    "How do I get a red wine stain out of a carpet?",
+    "When did the first person walk on the moon?",
+    "How do I repot a houseplant without hurting the roots?",
+    "What causes thunder during a storm?",
+    "How much water should a dog drink each day?",
+    "Which vitamins are found in oranges?",
+    "How do I tie a bowline knot?",
+    "What is the difference between a violin and a viola?",
+    "How do I train for my first marathon?",
+    "Why do cats purr?",
+    "What should I pack for a week of hiking in the mountains?",
+    "How do volcanoes form?",
+    "Can I freeze cooked rice and eat it later?",
+    "Where do penguins live in the wild?",
+    "How is glass made from sand?",
+    "What is a good age to start teaching children to swim?",
+    "How do I sharpen a kitchen knife with a whetstone?",
+    "Why does bread go stale?",
+    "What is the tallest mountain in Africa?",
+    "How do bees make honey?",
+    "Should I water my lawn in the morning or the evening?",
+    "What language is spoken in Brazil?",
+)
+
+
+@dataclass
+class Calibration:
+    rerank_min: float
+    abstain_margin: float
+    margin_unit: float
+    screen_share: float
+    scorer: str  # the scale the figures are on (`scorer_scale`)
+    chunks: int
+    probes: int
+    probe_top: dict = field(default_factory=dict)  # median / q90 / max of the probes' best scores
+    probe_margin: dict = field(default_factory=dict)  # median / q75 / max of the probes' margins
+    version: int = CALIBRATION_VERSION
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "Calibration | None":
+        if not isinstance(data, dict) or data.get("version") != CALIBRATION_VERSION:
+            return None  # another version's figures are not comparable: calibrate again
+        try:
+            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        except (KeyError, TypeError):
+            return None
+
+
+def scorer_scale(reranker) -> str:
+    """The scale a scorer's numbers are on (its name and the parameters that change it)."""
+    return getattr(reranker, "scale", None) or reranker.name
+
+
+def section_scores(candidates: list[dict], scores: list[float]) -> list[float]:
+    """The best score of each section (group id) among the candidates: a long section split into
+    many parts counts once, so its parts cannot make up the pool the best one is measured against."""
+    best: dict[str, float] = {}
+    for candidate, score in zip(candidates, scores):
+        key = candidate.get("group_id") or candidate.get("chunk_id")
+        best[key] = max(score, best.get(key, score))
+    return list(best.values())
+
+
+def top_margin(scores: list[float], pool: int = MARGIN_POOL) -> float:
+    """How far the best score stands above the median of the best `pool` scores."""
+    ranked = sorted(scores, reverse=True)[:pool]
+    if not ranked:
+        return 0.0
+    return ranked[0] - statistics.median(ranked)
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def calibrate(store, embeddings, reranker, term_stats, search_k: int = MARGIN_POOL) -> Calibration:
+    """Run the probes through the store's search and `reranker` (see the module doc)."""
+    chunks = store.count()
+    screen = store.count_kind("screen") if chunks else 0
+    tops, margins = [], []
+    for probe in OFF_TOPIC_PROBES:
+        candidates = store.near_vector(embeddings.embed_query(probe), search_k)
+        if not candidates:
+            continue
+        scores = reranker.score(probe, candidates, term_stats=term_stats)
+        tops.append(max(scores))
+        margins.append(top_margin(section_scores(candidates, scores)))
+    if not tops:  # an empty index: nothing to measure, nothing to find either
+        return Calibration(0.0, 0.0, 0.0, 0.0, scorer_scale(reranker), chunks, 0)
+    median_margin = statistics.median(margins)
+    return Calibration(
+        rerank_min=round(max(tops), 4),
+        abstain_margin=round(MARGIN_FACTOR * median_margin, 4),
+        margin_unit=round(median_margin, 4),
+        screen_share=round(screen / chunks, 4),
+        scorer=scorer_scale(reranker),
+        chunks=chunks,
+        probes=len(tops),
+        probe_top={"median": round(statistics.median(tops), 4), "q90": round(_quantile(tops, 0.9), 4),
+                   "max": round(max(tops), 4)},
+        probe_margin={"median": round(median_margin, 4), "q75": round(_quantile(margins, 0.75), 4),
+                      "max": round(max(margins), 4)},
+    )
+
+
+def load_calibration(store, embeddings, reranker, term_stats) -> Calibration:
+    """The manifest's calibration when it is for the active scorer; otherwise the index is
+    calibrated now (kept by the caller for the process, not stored: `fieldguide ingest` stores it)."""
+    manifest = store.manifest() or {}
+    calibration = Calibration.from_dict(manifest.get("calibration"))
+    if calibration is not None and calibration.scorer == scorer_scale(reranker):
+        return calibration
+    import logging
+
+    logging.getLogger("fieldguide").info(
+        "collection %s has no calibration for the %s scorer: calibrating now (re-run `fieldguide ingest` to store "
+        "one)", getattr(store, "name", "?"), scorer_scale(reranker))
+    return calibrate(store, embeddings, reranker, term_stats)
+
+
+def profile_index(store, embeddings, reranker) -> tuple[Calibration, str]:
+    """At ingest: term statistics over every stored chunk, then the calibration that uses them.
+    Returns (calibration, term statistics as stored text)."""
+    from fieldguide.bm25 import TermStats, document_words
+
+    term_stats = TermStats.from_documents(document_words(path, text) for path, text in store.iter_documents())
+    return calibrate(store, embeddings, reranker, term_stats), term_stats.to_text()

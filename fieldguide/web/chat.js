@@ -1,0 +1,316 @@
+// The fieldguide chat: ask, follow the answer as Server-Sent Events, render it safely.
+// Shared by the chat page (app.js) and the embeddable widget (widget.js), so both render alike.
+//
+// Answers are Markdown rendered with marked and sanitised with DOMPurify before they touch
+// the DOM, so nothing in the docs or the answer can run script. Screenshots are fetched only
+// once their URL has arrived in the stream: images exist in the DOM only after a token or a
+// `sources` event names them, and carry loading="lazy".
+//
+// createChat({thread, status, send, base, config, libraries}) wires one conversation:
+//   thread     element the turns are appended to
+//   status     element for one line of progress ("Searching the docs…")
+//   send       the ask button (disabled while an answer streams)
+//   base       origin of the fieldguide service ("" for the page's own)
+//   config     {imageBaseUrl, assetsPrefix, maxQuestionChars}
+//   libraries  () => {marked, DOMPurify} or null (not loaded yet: plain text, still safe)
+// and returns {ask(question) -> false when it cannot be sent, reset()}.
+"use strict";
+
+const FieldguideChat = (function () {
+  const MAX_RECONNECTS = 8;
+  const STAGE_LABELS = {
+    started: "Starting…", route: "Reading the question…", embed: "Reading the question…",
+    search: "Searching the docs…", threshold: "Filtering…", rerank: "Ranking sections…",
+    cap: "Choosing sections…", reassemble: "Gathering sections…", prompt: "Preparing the answer…",
+    generate: "Writing the answer…",
+  };
+
+  // ---- URLs ------------------------------------------------------------------------------
+  function normalisePath(path) {
+    const out = [];
+    for (const part of path.split("/")) {
+      if (part === "" || part === ".") continue;
+      if (part === "..") out.pop(); else out.push(part);
+    }
+    return "/" + out.join("/");
+  }
+
+  function onService(base, url) {
+    // A URL the service gave ("/docs-assets/...") as the browser must fetch it from this page.
+    return url && url.startsWith("/") && !url.startsWith("//") ? base + url : url;
+  }
+
+  function makeResolver(turn, base, config) {
+    // Image URLs exactly as written in the docs → where to fetch them (from `sources`).
+    return function resolve(url) {
+      url = (url || "").trim();
+      if (!url) return "";
+      if (turn.knownUrls.has(url)) return turn.knownUrls.get(url);
+      if (/^(https?:)?\/\//i.test(url)) return url;
+      if (/^data:image\/(png|gif|jpeg|webp);/i.test(url)) return url;
+      if (/^[a-z][a-z0-9+.-]*:/i.test(url)) return "";  // javascript:, file:, ...
+      if (url.startsWith("#")) return url;
+      const rel = url.startsWith("/") ? "" : turn.firstSourceDir;
+      const path = normalisePath(rel + "/" + url);
+      return config.imageBaseUrl ? config.imageBaseUrl.replace(/\/+$/, "") + path
+        : base + (config.assetsPrefix || "/docs-assets") + path;
+    };
+  }
+
+  // ---- rendering -------------------------------------------------------------------------
+  const hooked = new WeakSet();
+  let currentResolver = null;
+  function installSanitizerHooks(DOMPurify) {
+    if (hooked.has(DOMPurify)) return;
+    hooked.add(DOMPurify);
+    DOMPurify.addHook("afterSanitizeAttributes", function (node) {
+      if (!currentResolver) return;
+      if (node.tagName === "IMG") {
+        const src = currentResolver(node.getAttribute("src"));
+        if (src) node.setAttribute("src", src); else node.removeAttribute("src");
+        node.setAttribute("loading", "lazy");
+        node.setAttribute("decoding", "async");
+      } else if (node.tagName === "A" && node.hasAttribute("href")) {
+        const href = currentResolver(node.getAttribute("href"));
+        if (href) node.setAttribute("href", href); else node.removeAttribute("href");
+        node.setAttribute("target", "_blank");
+        node.setAttribute("rel", "noopener noreferrer");
+      }
+    });
+  }
+
+  function renderAnswer(turn, libraries) {
+    turn.renderQueued = false;
+    const libs = libraries();
+    if (!libs) {
+      turn.answerEl.textContent = turn.text;  // libraries not loaded: plain text, still safe
+      return;
+    }
+    installSanitizerHooks(libs.DOMPurify);
+    currentResolver = turn.resolve;
+    const html = libs.DOMPurify.sanitize(libs.marked.parse(turn.text, { gfm: true, breaks: false }));
+    currentResolver = null;
+    turn.answerEl.innerHTML = html;
+    // Keep screenshots already shown instead of re-creating them at every token.
+    for (const img of turn.answerEl.querySelectorAll("img")) {
+      const src = img.getAttribute("src");
+      if (!src) continue;
+      const kept = turn.images.get(src);
+      if (kept) img.replaceWith(kept); else turn.images.set(src, img);
+    }
+  }
+
+  function renderSources(turn, sources, base) {
+    const doc = turn.sourcesEl.ownerDocument;
+    turn.sourcesEl.replaceChildren();
+    if (!sources.length) return;
+    const title = doc.createElement("h3");
+    title.textContent = "Sources";
+    const list = doc.createElement("ol");
+    for (const source of sources) {
+      const item = doc.createElement("li");
+      const link = doc.createElement(source.link ? "a" : "span");
+      if (source.link) {
+        link.href = onService(base, source.link);
+        link.target = "_blank";
+        link.rel = "noopener noreferrer";
+      }
+      link.textContent = source.source || "(unknown file)";
+      const crumbs = doc.createElement("span");
+      crumbs.className = "breadcrumb";
+      crumbs.textContent = (source.heading_path || []).length ? " — " + source.heading_path.join(" › ") : "";
+      item.append(link, crumbs);
+      const urls = source.image_urls || [];
+      if (urls.length) {
+        const shots = doc.createElement("div");
+        shots.className = "shots";
+        urls.forEach((url, index) => {
+          if (!url) return;
+          const img = doc.createElement("img");
+          img.loading = "lazy";
+          img.decoding = "async";
+          img.alt = "Screenshot: " + (source.images[index] || url);
+          img.src = onService(base, url);
+          shots.append(img);
+        });
+        item.append(shots);
+      }
+      list.append(item);
+    }
+    turn.sourcesEl.append(title, list);
+  }
+
+  function createChat(options) {
+    const { thread, status, send, base = "", config = {}, libraries } = options;
+    const doc = thread.ownerDocument;
+    let conversationId = null;
+
+    function newTurn(question) {
+      const article = doc.createElement("article");
+      article.className = "turn";
+      const q = doc.createElement("p");
+      q.className = "question";
+      q.textContent = question;
+      const answerEl = doc.createElement("div");
+      answerEl.className = "answer streaming";
+      const sourcesEl = doc.createElement("div");
+      sourcesEl.className = "sources";
+      const metaEl = doc.createElement("div");
+      metaEl.className = "meta";
+      article.append(q, answerEl, sourcesEl, metaEl);
+      thread.append(article);
+      const turn = { article, answerEl, sourcesEl, metaEl, text: "", lastEventId: 0, finished: false,
+                     knownUrls: new Map(), firstSourceDir: "", images: new Map(), renderQueued: false };
+      turn.resolve = makeResolver(turn, base, config);
+      return turn;
+    }
+
+    function scheduleRender(turn) {
+      if (turn.renderQueued) return;
+      turn.renderQueued = true;
+      window.requestAnimationFrame(() => renderAnswer(turn, libraries));
+    }
+
+    function finish(turn, source) {
+      turn.finished = true;
+      if (source) source.close();
+      turn.answerEl.classList.remove("streaming");
+      send.disabled = false;
+      status.textContent = "";
+    }
+
+    function showError(turn, message) {
+      const box = doc.createElement("div");
+      box.className = "error";
+      box.setAttribute("role", "alert");
+      box.textContent = message;
+      turn.article.append(box);
+    }
+
+    function follow(turn, streamUrl, attempt) {
+      let url = streamUrl;
+      if (turn.lastEventId) {
+        url = streamUrl.replace(/([?&])after=\d+&?/, "$1").replace(/[?&]$/, "");
+        url += (url.includes("?") ? "&" : "?") + "after=" + turn.lastEventId;
+      }
+      const source = new EventSource(onService(base, url));
+      turn.source = source;
+      const track = (event) => { if (event.lastEventId) turn.lastEventId = Number(event.lastEventId); };
+
+      source.addEventListener("open", () => { attempt = 0; });
+      source.addEventListener("status", (event) => {
+        track(event);
+        const stage = JSON.parse(event.data).stage;
+        status.textContent = STAGE_LABELS[stage] || stage;
+      });
+      source.addEventListener("sources", (event) => {
+        track(event);
+        const sources = JSON.parse(event.data).sources || [];
+        for (const s of sources) {
+          (s.images || []).forEach((written, i) => {
+            if (s.image_urls && s.image_urls[i]) turn.knownUrls.set(written, onService(base, s.image_urls[i]));
+          });
+        }
+        if (sources.length && sources[0].source) {
+          const dir = sources[0].source.split("/").slice(0, -1).join("/");
+          turn.firstSourceDir = dir ? "/" + dir : "";
+        }
+        renderSources(turn, sources, base);
+      });
+      source.addEventListener("token", (event) => {
+        track(event);
+        turn.text += JSON.parse(event.data).text;
+        scheduleRender(turn);
+      });
+      source.addEventListener("done", (event) => {
+        track(event);
+        const done = JSON.parse(event.data);
+        if (done.answer && done.answer !== turn.text) turn.text = done.answer;
+        renderAnswer(turn, libraries);
+        const total = done.timings_ms && done.timings_ms.total;
+        turn.metaEl.textContent = (done.abstain ? "No matching documentation found · " : "") +
+          (done.intent ? "intent: " + done.intent : "") + (total ? " · " + Math.round(total) + " ms" : "");
+        finish(turn, source);
+      });
+      source.addEventListener("error", (event) => {
+        if (event.data) {  // the service's own `error` event
+          track(event);
+          renderAnswer(turn, libraries);
+          showError(turn, JSON.parse(event.data).message);
+          finish(turn, source);
+          return;
+        }
+        // A dropped connection. EventSource retries by itself (sending Last-Event-ID) while
+        // it is CONNECTING; once CLOSED (e.g. a proxy error), reconnect ourselves.
+        if (turn.finished) return;
+        if (source.readyState === EventSource.CLOSED) {
+          if (attempt >= MAX_RECONNECTS) {
+            showError(turn, "The connection to the service was lost.");
+            finish(turn, source);
+            return;
+          }
+          status.textContent = "Reconnecting…";
+          window.setTimeout(() => follow(turn, streamUrl, attempt + 1), Math.min(8000, 500 * 2 ** attempt));
+        } else {
+          status.textContent = "Reconnecting…";
+        }
+      });
+    }
+
+    function ask(question) {
+      // false (and a word in the status line) when the question cannot be sent as it is
+      if (config.maxQuestionChars && question.length > config.maxQuestionChars) {
+        status.textContent = "The question is too long (at most " + config.maxQuestionChars + " characters).";
+        return false;
+      }
+      start(question);
+      return true;
+    }
+
+    async function start(question) {
+      const turn = newTurn(question);
+      send.disabled = true;
+      status.textContent = "Sending…";
+      const post = (id) => fetch(base + "/conversations", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(id ? { question, conversation_id: id } : { question }),
+      });
+      try {
+        let response;
+        try {
+          response = await post(conversationId);
+          if (response.status === 404 && conversationId) {  // the conversation expired: start afresh
+            conversationId = null;
+            response = await post(null);
+          }
+        } catch (error) {  // network failure, or a cross-origin call this service refuses
+          throw new Error(base ? "The assistant could not be reached from this page (is this site's origin " +
+                                 "in the service's FIELDGUIDE_ALLOWED_ORIGINS?)." : error.message);
+        }
+        if (response.status !== 202) {
+          const body = await response.json().catch(() => ({}));
+          const detail = Array.isArray(body.detail) ? body.detail.map((d) => d.msg).join("; ") : body.detail;
+          throw new Error(detail || "the service answered " + response.status);
+        }
+        const started = await response.json();
+        conversationId = started.conversation_id;
+        follow(turn, started.stream_url, 0);
+      } catch (error) {
+        turn.answerEl.classList.remove("streaming");
+        showError(turn, error.message);
+        send.disabled = false;
+        status.textContent = "";
+      }
+    }
+
+    function reset() {
+      conversationId = null;
+      thread.replaceChildren();
+    }
+
+    return { ask, reset };
+  }
+
+  return { createChat };
+})();

@@ -1,0 +1,37 @@
+"""Unicode word rules, shared by everything that counts or compares words.
+
+The lexical scorer, the index's term statistics and any check that compares the words of an
+answer with its sources use these rules, so that a word means the same thing everywhere and in
+every script: `[a-z0-9]+` would drop Cyrillic, Greek or accented letters entirely.
+
+A word is a run of letters, combining marks and digits of any script, after NFKC normalisation
+(full-width forms, ligatures and composed accents fold to one spelling) and case folding.
+Han ideographs and hiragana, written without spaces between words, count as one word each
+character (the usual unigram rule for them); a run of katakana is one word. Punctuation, symbols, apostrophes and
+underscores separate words. No stop list and no stemming: those are language-specific, and
+the scorer weighs words by their rarity in the index instead (see `fieldguide.bm25`).
+"""
+from __future__ import annotations
+
+import unicodedata
+
+import regex
+
+_UNSPACED = r"\p{Han}\p{Hiragana}"
+_WORD = regex.compile(rf"(?V1)[{_UNSPACED}]|[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]+")
+
+
+def normalise(text: str) -> str:
+    """NFKC and case folding (ASCII text only needs lower-casing)."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def words(text: str) -> list[str]:
+    """The words of `text` in order, repeats kept, normalised (see the module doc)."""
+    return _WORD.findall(normalise(text))
+
+
+def word_set(text: str) -> set[str]:
+    return set(words(text))
