@@ -234,7 +234,7 @@ class ChunkStore:
 
         objects = [DataObject(properties={"source": s, "sha256": h, "chunk_count": int(n)}, uuid=file_uuid(s))
                    for s, h, n in records]
-        _raise_batch_errors(self.client.collections.use(self.files_name).data.insert_many(objects), "file records")
+        _insert_many(self.client.collections.use(self.files_name), objects, "file records")
 
     def delete_files(self, sources: Sequence[str]) -> None:
         if not sources:
@@ -255,7 +255,7 @@ class ChunkStore:
                               uuid=chunk_uuid(record["chunk_id"]), vector=_as_list(vector))
                    for record, vector in zip(records, vectors, strict=True)]
         if objects:
-            _raise_batch_errors(self.chunks.data.insert_many(objects), "chunks")
+            _insert_many(self.chunks, objects, "chunks")
 
     def delete_source(self, source: str, keep_uuids: Sequence[str] = ()) -> int:
         """Delete the chunks of `source`, except `keep_uuids` (just written). Returns how many."""
@@ -442,6 +442,20 @@ def _record(properties: dict) -> dict:
     for name in ("heading_path", "images"):
         record[name] = list(record[name] or [])  # Weaviate omits empty arrays
     return record
+
+
+def _insert_many(collection, objects, what: str) -> None:
+    """insert_many; objects the server rejects raise StoreUnavailable with its first message
+    (the client raises its own error instead of returning one when every object failed)."""
+    from weaviate.exceptions import WeaviateInsertManyAllFailedError
+
+    try:
+        result = collection.data.insert_many(objects)
+    except WeaviateInsertManyAllFailedError as exc:
+        errors = str(exc).split("Here is the set of all errors:", 1)[-1].strip().splitlines()
+        first = errors[0] if errors else str(exc)
+        raise StoreUnavailable(f"Weaviate rejected {len(objects)} {what}: {first[:300]}") from exc
+    _raise_batch_errors(result, what)
 
 
 def _raise_batch_errors(result, what: str) -> None:

@@ -219,7 +219,12 @@ def _write_files(feed, first, settings, store, embeddings, summary, manifest, in
 
     def settle(future, size: int) -> None:
         nonlocal files_done
-        files_done += future.result()  # re-raises the writer's error here
+        try:
+            files_done += future.result()  # re-raises the writer's error here
+        except FieldguideError as exc:
+            # the files recorded so far have every chunk stored; the rest have no record yet
+            raise type(exc)(f"{exc} ({files_done} of {len(pending)} changed files were stored completely "
+                            "and are kept; re-run the same command to redo the rest)") from exc
         summary.chunks_written += size
         if bar is not None:
             bar.update(size)

@@ -173,6 +173,56 @@ def test_encoding_starts_while_later_files_are_still_being_chunked(tmp_path, wea
     assert (again.files_seen, again.files_skipped, again.texts_embedded) == (5, 5, 0)  # the empty page too
 
 
+def test_a_rejected_insert_is_reported_and_a_rerun_loses_nothing(tmp_path, weaviate_settings, embeddings,
+                                                               monkeypatch):
+    """Rounds of three texts, inserted on the writer thread while the next round encodes. The
+    second round's vectors are one coordinate short, so Weaviate rejects that insert: the run
+    stops with the server's message, only files whose every chunk is stored are recorded, and
+    the same command run again embeds exactly the unrecorded files and ends complete."""
+    import ingest.pipeline
+    from fieldguide.errors import StoreUnavailable
+    from fieldguide.store import open_store
+    from ingest.chunk import chunk_uuid
+
+    docs = write_corpus(tmp_path / "docs")
+    (docs / "zz-empty.md").write_text("", encoding="utf-8")
+    expected = _expected_chunks(docs)
+    total = sum(len(chunks) for chunks in expected.values())
+    assert total > 6  # at least three rounds
+    monkeypatch.setattr(ingest.pipeline, "TEXTS_PER_ROUND", 3)
+
+    class ShortSecondRound(CountingEmbeddings):
+        calls = 0
+
+        def embed_documents(self, texts):
+            self.calls += 1
+            vectors = super().embed_documents(texts)
+            return [list(v)[:-1] for v in vectors] if self.calls == 2 else vectors
+
+    with pytest.raises(StoreUnavailable, match=r"Weaviate rejected \d+ chunks") as raised:
+        _ingest(docs, weaviate_settings, ShortSecondRound(embeddings))
+    assert "re-run the same command" in str(raised.value)
+
+    with open_store(weaviate_settings) as store:
+        recorded = store.file_records()
+        stored: dict[str, set[str]] = {}
+        for obj in store.chunks.iterator(return_properties=["source"]):
+            stored.setdefault(obj.properties["source"], set()).add(str(obj.uuid))
+    assert set(recorded) < set(expected)  # the rejected round's files have no record
+    for source, record in recorded.items():  # a recorded file has every chunk stored
+        assert stored.get(source, set()) == {chunk_uuid(c.chunk_id) for c in expected[source]}
+        assert record["chunk_count"] == len(expected[source])
+
+    counting = CountingEmbeddings(embeddings)
+    again, count, sources = _ingest(docs, weaviate_settings, counting)
+    assert again.files_skipped == len(recorded)
+    assert again.texts_embedded == counting.texts == sum(
+        len(chunks) for source, chunks in expected.items() if source not in recorded)
+    assert count == total and sources == {source for source, chunks in expected.items() if chunks}
+    third, _, _ = _ingest(docs, weaviate_settings, counting)
+    assert (third.files_skipped, third.texts_embedded) == (len(expected), 0)
+
+
 def test_an_int8_index_is_refused_to_the_fp32_backends_naming_reindex(tmp_path, weaviate_settings, embeddings):
     from fieldguide.errors import ModelMismatch
     from fieldguide.service.readiness import store_readiness
@@ -238,4 +288,5 @@ def test_a_manifest_from_before_backends_reads_as_torch_and_takes_the_new_proper
             store.check_manifest("m", "onnx-int8")
         store.set_manifest("m", 3, "2", "onnx-int8")
         assert store.manifest() == {"embedding_model": "m", "dimension": 3, "chunker_version": "2",
-                                    "embedding_backend": "onnx-int8"}
+                                    "embedding_backend": "onnx-int8", "calibration": None,
+                                    "query_prompt": None, "passage_prompt": None}
