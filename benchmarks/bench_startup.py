@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -39,9 +40,15 @@ def run(command: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
+    # read stderr while the child runs: `-X importtime` writes more than a pipe holds, and a
+    # child blocked on a full pipe never exits
+    captured: list[str] = []
+    reader = threading.Thread(target=lambda: captured.append(process.stderr.read()), daemon=True)
+    reader.start()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
-    stderr = process.stderr.read()
+    reader.join()
+    stderr = captured[0] if captured else ""
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"command failed: {' '.join(command)}\n{stderr[-2000:]}")
     return wall, usage.ru_utime + usage.ru_stime, stderr
