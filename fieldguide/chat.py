@@ -14,6 +14,7 @@ import atexit
 import importlib.util
 import os
 import queue
+import sys
 import threading
 from functools import lru_cache
 from typing import Any, AsyncIterator, Iterator
@@ -163,11 +164,16 @@ class LlamaCppChatModel(BaseChatModel):
 
 def bind_generation_options(model, max_tokens: int, temperature: float):
     """Per-request length and temperature, for the models that take them."""
-    from langchain_openai import ChatOpenAI
-
-    if isinstance(model, (LlamaCppChatModel, ChatOpenAI)):
+    if isinstance(model, LlamaCppChatModel) or _is_chat_openai(model):
         return model.bind(max_tokens=max_tokens, temperature=temperature)
     return model
+
+
+def _is_chat_openai(model) -> bool:
+    # A ChatOpenAI exists only once langchain_openai is imported; importing it just to ask
+    # (the openai SDK, about a second) would slow every local answer.
+    module = sys.modules.get("langchain_openai")
+    return module is not None and isinstance(model, module.ChatOpenAI)
 
 
 def load_chat_model(settings):

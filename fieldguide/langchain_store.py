@@ -53,7 +53,7 @@ def _read_only_store_class():
 @contextlib.contextmanager
 def open_vector_store(settings=None, *, embeddings=None) -> Iterator[Any]:
     """A LangChain `VectorStore` over the configured collection; the connection closes afterwards."""
-    from fieldguide.embedding import embedding_model_id, load_embeddings
+    from fieldguide.embedding import embedding_backend_id, embedding_model_id, load_embeddings
     from fieldguide.settings import get_settings
     from fieldguide.store import ChunkStore, connect
 
@@ -63,7 +63,7 @@ def open_vector_store(settings=None, *, embeddings=None) -> Iterator[Any]:
         chunks = ChunkStore(client, settings.collection)
         if not chunks.exists() or chunks.manifest() is None:
             raise FieldguideError(f"collection {chunks.name} holds no index: run `fieldguide ingest DOCS_DIR` first")
-        chunks.check_manifest(embedding_model_id(settings))
+        chunks.check_manifest(embedding_model_id(settings), embedding_backend_id(settings))
         store_class = _read_only_store_class()
         yield store_class(client=client, index_name=chunks.name, text_key="text",
                           embedding=embeddings or load_embeddings(settings))

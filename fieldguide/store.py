@@ -3,10 +3,11 @@
 * `<Collection>` holds the chunks: every field of the chunk record as a typed property, the
   vector supplied by fieldguide (no vectorizer), HNSW with cosine distance.
 * `<Collection>Manifest` holds one object describing how the index was built (embedding model
-  id, dimension, chunker version, the embedding prompts), so a query or an ingest with another
-  model is refused instead of silently comparing vectors from two different spaces. The same
-  object carries the index's calibration (`fieldguide.calibration`), and a second object its
-  term statistics (`fieldguide.bm25`), kept apart because they are large and read once.
+  id, dimension, chunker version, embedding backend, the embedding prompts), so a query or an
+  ingest with another model or backend is refused instead of silently comparing vectors from two
+  different spaces. The same object carries the index's calibration (`fieldguide.calibration`),
+  and a second object its term statistics (`fieldguide.bm25`), kept apart because they are large
+  and read once.
 * `<Collection>Files` holds one object per source file (sha256 of its raw bytes, chunk count):
   what incremental ingest compares against.
 
@@ -27,6 +28,9 @@ from collections.abc import Iterator, Sequence
 from fieldguide.errors import ModelMismatch, StoreUnavailable
 
 MANIFEST_UUID = "00000000-0000-5000-8000-000000000001"
+# Manifests written before the backend was recorded: every index was then built by
+# sentence-transformers on torch.
+LEGACY_EMBEDDING_BACKEND = "torch"
 TERM_STATS_UUID = "00000000-0000-5000-8000-000000000002"
 # Manifest properties added after the first release: an older manifest collection gets them
 # added when the index is next written, and reads without them see None.
@@ -92,6 +96,17 @@ def on_a_node(method=None, *, deadline: float | None = None):
 
 
 writing = on_a_node(deadline=WRITE_DEADLINE_SECONDS)
+
+
+def backend_mismatch_message(collection: str, built_with: str, configured: str) -> str:
+    backend = built_with.split("-", 1)[0]
+    quantization = built_with.split("-", 1)[1] if "-" in built_with else None
+    use_as_is = f"FIELDGUIDE_EMBEDDING_BACKEND={backend}" + (
+        f" FIELDGUIDE_EMBEDDING_QUANTIZATION={quantization}" if quantization else "")
+    return (
+        f"Collection {collection} was built with the {built_with!r} embedding backend, but the configured "
+        f"backend is {configured!r}; their vectors differ. Rebuild it with `fieldguide ingest DOCS_DIR "
+        f"--reindex`, or set {use_as_is} to use the index as it is.")
 
 
 class ChunkStore:
@@ -180,17 +195,17 @@ class ChunkStore:
                     text("images", array=True, filterable=False),
                 ],
             )
-        profile = [text(name, filterable=False) for name in PROFILE_PROPERTIES]
+        added = [text("embedding_backend"), *(text(name, filterable=False) for name in PROFILE_PROPERTIES)]
         if not self.client.collections.exists(self.manifest_name):
             self.client.collections.create(
                 self.manifest_name, description=f"how {self.name} was built",
                 vector_config=no_vectors, replication_config=self._replication(),
                 properties=[text("embedding_model"), integer("dimension"), text("chunker_version"),
-                            text("docs_root"), *profile])
-        else:  # a manifest from before the profile properties: add what it lacks
+                            text("docs_root"), *added])
+        else:  # a manifest from before the backend or profile properties: add what it lacks
             manifest = self._use(self.manifest_name)
             present = {prop.name for prop in manifest.config.get().properties}
-            for prop in profile:
+            for prop in added:
                 if prop.name not in present:
                     manifest.config.add_property(prop)
         if not self.client.collections.exists(self.files_name):
@@ -216,15 +231,18 @@ class ChunkStore:
             return None
         props = obj.properties
         return {"embedding_model": props.get("embedding_model"), "dimension": props.get("dimension"),
-                "chunker_version": props.get("chunker_version"), "calibration": _json_or_none(props.get("calibration")),
+                "chunker_version": props.get("chunker_version"),
+                "embedding_backend": props.get("embedding_backend") or LEGACY_EMBEDDING_BACKEND,
+                "calibration": _json_or_none(props.get("calibration")),
                 "query_prompt": props.get("query_prompt"), "passage_prompt": props.get("passage_prompt")}
 
     @writing
-    def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str) -> None:
-        self.ensure_collections()
+    def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str,
+                     embedding_backend: str) -> None:
+        self.ensure_collections()  # an older manifest collection gains embedding_backend
         manifest = self._use(self.manifest_name)
         properties = {"embedding_model": embedding_model, "dimension": int(dimension),
-                      "chunker_version": str(chunker_version)}
+                      "chunker_version": str(chunker_version), "embedding_backend": str(embedding_backend)}
         existing = manifest.query.fetch_object_by_id(MANIFEST_UUID)
         if existing is not None:  # keep what else the manifest records (the docs folder, ...)
             properties = {**{k: v for k, v in existing.properties.items() if v is not None}, **properties}
@@ -288,11 +306,15 @@ class ChunkStore:
         obj = self._use(self.manifest_name).query.fetch_object_by_id(TERM_STATS_UUID)
         return (obj.properties.get("term_stats") or None) if obj is not None else None
 
-    def check_manifest(self, embedding_model_id: str) -> dict | None:
-        """The manifest, or None for an index never built; ModelMismatch for another model."""
+    def check_manifest(self, embedding_model_id: str, embedding_backend: str | None = None) -> dict | None:
+        """The manifest, or None for an index never built; ModelMismatch for another model or
+        (when given) an embedding backend whose vectors are not interchangeable with the index's."""
         manifest = self.manifest()
         if manifest and manifest["embedding_model"] != embedding_model_id:
             raise ModelMismatch(mismatch_message(self.name, manifest["embedding_model"], embedding_model_id))
+        if manifest and embedding_backend is not None and not _interchangeable(manifest["embedding_backend"],
+                                                                               embedding_backend):
+            raise ModelMismatch(backend_mismatch_message(self.name, manifest["embedding_backend"], embedding_backend))
         return manifest
 
     # --- per-file hashes (incremental ingest) ---------------------------------------------
@@ -317,7 +339,7 @@ class ChunkStore:
 
         objects = [DataObject(properties={"source": s, "sha256": h, "chunk_count": int(n)}, uuid=file_uuid(s))
                    for s, h, n in records]
-        _raise_batch_errors(self._use(self.files_name).data.insert_many(objects), "file records")
+        _insert_many(self._use(self.files_name), objects, "file records")
 
     @writing
     def delete_files(self, sources: Sequence[str]) -> None:
@@ -340,7 +362,7 @@ class ChunkStore:
                               uuid=chunk_uuid(record["chunk_id"]), vector=_as_list(vector))
                    for record, vector in zip(records, vectors, strict=True)]
         if objects:
-            _raise_batch_errors(self.chunks.data.insert_many(objects), "chunks")
+            _insert_many(self.chunks, objects, "chunks")
 
     @writing
     def delete_source(self, source: str, keep_uuids: Sequence[str] = ()) -> int:
@@ -484,8 +506,9 @@ class ChunkStore:
         return (f"collection {self.name} holds {stored} chunks but a vector search finds none (its vector "
                 f"index is empty or damaged): run `fieldguide ingest DOCS_DIR --reindex`")
 
-    def ready(self, embedding_model_id: str | None = None) -> bool:
-        """Weaviate answers and the collection exists (built with `embedding_model_id`, when given)."""
+    def ready(self, embedding_model_id: str | None = None, embedding_backend: str | None = None) -> bool:
+        """Weaviate answers and the collection exists (built with `embedding_model_id` and
+        `embedding_backend`, when given)."""
         try:
             if self.nodes is not None and not self.nodes.reachable():
                 return False
@@ -494,9 +517,16 @@ class ChunkStore:
             if embedding_model_id is None:
                 return True
             manifest = self.manifest()
-            return bool(manifest) and manifest["embedding_model"] == embedding_model_id
+            return (bool(manifest) and manifest["embedding_model"] == embedding_model_id
+                    and (embedding_backend is None or _interchangeable(manifest["embedding_backend"], embedding_backend)))
         except Exception:
             return False
+
+
+def _interchangeable(built_with: str, configured: str) -> bool:
+    from fieldguide.embedding import interchangeable
+
+    return interchangeable(built_with, configured)
 
 
 def _json_or_none(text: str | None):
@@ -529,6 +559,20 @@ def _record(properties: dict) -> dict:
     for name in ("heading_path", "images"):
         record[name] = list(record[name] or [])  # Weaviate omits empty arrays
     return record
+
+
+def _insert_many(collection, objects, what: str) -> None:
+    """insert_many; objects the server rejects raise StoreUnavailable with its first message
+    (the client raises its own error instead of returning one when every object failed)."""
+    from weaviate.exceptions import WeaviateInsertManyAllFailedError
+
+    try:
+        result = collection.data.insert_many(objects)
+    except WeaviateInsertManyAllFailedError as exc:
+        errors = str(exc).split("Here is the set of all errors:", 1)[-1].strip().splitlines()
+        first = errors[0] if errors else str(exc)
+        raise StoreUnavailable(f"Weaviate rejected {len(objects)} {what}: {first[:300]}") from exc
+    _raise_batch_errors(result, what)
 
 
 def _raise_batch_errors(result, what: str) -> None:

@@ -276,12 +276,12 @@ class Resources:
             return self._embeddings
 
     def check_manifest(self) -> None:
-        """Refuse an index built with another embedding model (once per process)."""
+        """Refuse an index built with another embedding model or backend (once per process)."""
         if self._manifest_checked:
             return
-        from fieldguide.embedding import embedding_model_id
+        from fieldguide.embedding import embedding_backend_id, embedding_model_id
 
-        self.store.check_manifest(embedding_model_id(self.settings))
+        self.store.check_manifest(embedding_model_id(self.settings), embedding_backend_id(self.settings))
         self._manifest_checked = True
 
     def skip_manifest_check(self) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import queue
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -103,64 +104,57 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
 
 def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log, token_pass) -> IngestSummary:
     from ingest.chunk import CHUNKER_VERSION
-    from ingest.chunker import file_sha256, iter_markdown_files
+    from ingest.chunker import Chunker, iter_markdown_files
+    from ingest.feed import ChunkFeed
 
-    from fieldguide.embedding import embedding_model_id
+    from fieldguide.embedding import embedding_backend_id, embedding_model_id
 
     started = time.perf_counter()
     docs_dir = Path(docs_dir)
     summary = IngestSummary()
 
-    model_id = embedding_model_id(settings)
+    index = _IndexIdentity(embedding_model_id(settings), embedding_backend_id(settings), CHUNKER_VERSION)
     if reindex:
         store.drop()
         manifest = None
     else:
-        manifest = store.check_manifest(model_id)  # ModelMismatch names --reindex
+        manifest = store.check_manifest(index.model_id, index.backend_id)  # ModelMismatch names --reindex
     known = store.file_records() if manifest else {}
     stored = store.source_counts() if manifest else {}  # what is really there (a killed run leaves more)
     same_chunker = bool(manifest) and manifest.get("chunker_version") == CHUNKER_VERSION
 
-    # 1. what changed: hash the raw bytes of every file
-    to_chunk: list[tuple[str, bytes, str]] = []
-    seen: set[str] = set()
-    changed: set[str] = set()
-    for path in iter_markdown_files(docs_dir):
-        source = path.relative_to(docs_dir).as_posix()
-        raw = path.read_bytes()
-        sha = file_sha256(raw)
-        seen.add(source)
-        summary.files_seen += 1
-        record = known.get(source)
-        if record is None:
-            summary.files_added += 1
-            if stored.get(source):  # chunks of an interrupted run: replaced, leftovers deleted
-                changed.add(source)
-        elif record["sha256"] == sha and same_chunker and stored.get(source, 0) == record["chunk_count"]:
-            summary.files_skipped += 1
-            continue
-        else:
-            summary.files_changed += 1
-            summary.chunks_deleted += record["chunk_count"]
-            changed.add(source)
-        to_chunk.append((source, raw, sha))
+    # 1. what is there; the feed reads, hashes and chunks what changed while the model encodes
+    files = [(path.relative_to(docs_dir).as_posix(), path) for path in iter_markdown_files(docs_dir)]
+    seen = {source for source, _ in files}
+    summary.files_seen = len(files)
     if manifest:
         refuse_another_folder(store, docs_dir, known, seen)
-    gone = sorted((set(known) | set(stored)) - seen)
+    feed = ChunkFeed(files, known, same_chunker, lambda: Chunker(settings, token_pass=token_pass),
+                     stored=stored).start()
+    try:
+        # 2. files gone from the folder (and chunks of sources an interrupted run never recorded)
+        gone = sorted((set(known) | set(stored)) - seen)
+        for source in gone:
+            summary.chunks_deleted += store.delete_source(source)
+            summary.files_deleted += source in known
+        store.delete_files([source for source in gone if source in known])
 
-    # 2. files gone from the folder (and chunks of sources an interrupted run never recorded)
-    for source in gone:
-        summary.chunks_deleted += store.delete_source(source)
-        summary.files_deleted += source in known
-    store.delete_files([source for source in gone if source in known])
-
-    if to_chunk or not manifest:
-        summary = _write_files(to_chunk, changed, settings, store, embeddings, summary, manifest,
-                               model_id, progress, log, token_pass)
+        # 3. chunk, embed and store what changed; the model is loaded only when something did
+        first = feed.get()
+        if first is not None or not manifest:
+            _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log)
+        else:
+            feed.join()
+    finally:
+        feed.stop()
+    counts = feed.counts
+    summary.files_skipped, summary.files_changed, summary.files_added = (
+        counts.files_skipped, counts.files_changed, counts.files_added)
+    summary.chunks_deleted += counts.chunks_replaced
     folder = str(docs_dir.resolve())
     if store.docs_root() != folder:
         store.set_docs_root(folder)
-    summary.calibration = _profile(settings, store, embeddings, changed=bool(to_chunk or gone), log=log)
+    summary.calibration = _profile(settings, store, embeddings, changed=bool(first is not None or gone), log=log)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 
@@ -182,6 +176,14 @@ def refuse_another_folder(store, docs_dir: Path, known: dict, seen: set[str]) ->
         f"Collection {store.name} holds {len(known)} files from {recorded or 'another folder'}, and {docs_dir} "
         f"has {shared} of them: ingesting it would delete the others. Ingest it into a collection of its own "
         f"(--collection NAME), or replace the collection's contents with `fieldguide ingest {docs_dir} --reindex`.")
+
+
+@dataclass(frozen=True)
+class _IndexIdentity:
+    """What the manifest records about how the index is built."""
+    model_id: str
+    backend_id: str
+    chunker_version: str
 
 
 def _profile(settings, store, embeddings, *, changed: bool, log) -> dict | None:
@@ -209,50 +211,49 @@ def _profile(settings, store, embeddings, *, changed: bool, log) -> dict | None:
     return measured.to_dict()
 
 
-def _write_files(to_chunk, changed, settings, store, embeddings, summary, manifest, model_id, progress, log,
-                 token_pass=True):
-    from ingest.chunk import CHUNKER_VERSION
-    from ingest.chunker import Chunker
-
+def _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log):
     from fieldguide.embedding import embedding_dimension, load_embeddings
     from fieldguide.store import mismatch_message
 
-    # 3. chunk every added/changed file (fast, no model needed)
-    chunker = Chunker(settings, token_pass=token_pass)
-    pending: dict[str, _PendingFile] = {}
-    chunks = []
-    for source, raw, sha in to_chunk:
-        chunked = chunker.chunk_bytes(raw, source)
-        for warning in chunked.warnings:
-            log(f"warning: {source}: {warning}")
-        pending[source] = _PendingFile(source, sha, [c.uuid for c in chunked.chunks], len(chunked.chunks),
-                                       replaces=source in changed)
-        chunks.extend(chunked.chunks)
-    del to_chunk
-
+    # the feed goes on chunking on its thread while the model loads
     embeddings = embeddings or load_embeddings(settings)
     dimension = embedding_dimension(embeddings)
     store.ensure_collections()
     if manifest is None:
-        store.set_manifest(model_id, dimension, CHUNKER_VERSION)
+        store.set_manifest(index.model_id, dimension, index.chunker_version, index.backend_id)
     elif int(manifest.get("dimension") or dimension) != dimension:
         raise FieldguideError(mismatch_message(store.name, f"{manifest['embedding_model']} "
-                                               f"(dimension {manifest['dimension']})", model_id))
-    elif manifest.get("chunker_version") != CHUNKER_VERSION:
-        store.set_manifest(model_id, dimension, CHUNKER_VERSION)
+                                               f"(dimension {manifest['dimension']})", index.model_id))
+    elif manifest.get("chunker_version") != index.chunker_version:
+        store.set_manifest(index.model_id, dimension, index.chunker_version, index.backend_id)
 
-    # files with no chunks at all (empty pages) are done already
-    _finish_files([p for p in pending.values() if p.remaining == 0], store)
+    # 4. embed and insert in rounds, longest texts first among those chunked so far, so each
+    # model batch pads little (once the model is loaded the feed is usually done, and the
+    # order is global). One writer thread stores round n while the model embeds round n + 1
+    # (at most one round in flight); every store call of the loop is on that thread.
+    pending: dict[str, _PendingFile] = {}
+    pool: list = []
+    done_files: list[_PendingFile] = []  # files whose every chunk is embedded, or with none
+    bar = _progress_bar(progress)
+    files_done = 0
+    feed_open = True
 
-    # 4. embed and insert, longest texts first so each model batch pads little. One writer
-    # thread stores round n while the model embeds round n + 1 (at most one round in flight).
-    chunks.sort(key=lambda c: -c.token_count)
-    bar = _progress_bar(len(chunks), len(pending), enabled=progress)
-    files_done = sum(1 for p in pending.values() if p.remaining == 0)
+    def take(changed) -> None:
+        for warning in changed.warnings:
+            log(f"warning: {changed.source}: {warning}")
+        entry = _PendingFile(changed.source, changed.sha256, [c.uuid for c in changed.chunks],
+                             len(changed.chunks), replaces=changed.replaces)
+        pending[changed.source] = entry
+        if not changed.chunks:
+            done_files.append(entry)  # an empty page: done already
+        pool.extend(changed.chunks)
+        if bar is not None:
+            bar.total += len(changed.chunks)
 
-    def store_round(batch, vectors) -> int:
-        store.insert_chunks([c.to_record() for c in batch], vectors)
-        finished = []
+    def store_round(batch, vectors, empty) -> int:
+        if batch:
+            store.insert_chunks([c.to_record() for c in batch], vectors)
+        finished = list(empty)
         for chunk in batch:
             entry = pending[chunk.source]
             entry.remaining -= 1
@@ -263,25 +264,49 @@ def _write_files(to_chunk, changed, settings, store, embeddings, summary, manife
 
     def settle(future, size: int) -> None:
         nonlocal files_done
-        files_done += future.result()  # re-raises the writer's error here
+        try:
+            files_done += future.result()  # re-raises the writer's error here
+        except FieldguideError as exc:
+            # the files recorded so far have every chunk stored; the rest have no record yet
+            raise type(exc)(f"{exc} ({files_done} of {len(pending)} changed files were stored completely "
+                            "and are kept; re-run the same command to redo the rest)") from exc
         summary.chunks_written += size
         if bar is not None:
             bar.update(size)
             bar.set_postfix_str(f"files {files_done}/{len(pending)}")
 
+    def gather() -> None:
+        """Wait for a round's worth of chunks (or the feed's end), then take what else is ready."""
+        nonlocal feed_open
+        while feed_open:
+            try:
+                changed = feed.get(block=len(pool) < TEXTS_PER_ROUND)
+            except queue.Empty:
+                return
+            if changed is None:
+                feed_open = False
+            else:
+                take(changed)
+
+    if first is not None:
+        take(first)
     try:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fieldguide-writer") as writer:
             in_flight = None
-            for start in range(0, len(chunks), TEXTS_PER_ROUND):
-                batch = chunks[start:start + TEXTS_PER_ROUND]
-                vectors = embeddings.embed_documents([c.embed_text for c in batch])
+            while True:
+                gather()
+                if not pool and not done_files:
+                    break
+                pool.sort(key=lambda c: -c.token_count)
+                batch, pool[:] = pool[:TEXTS_PER_ROUND], pool[TEXTS_PER_ROUND:]
+                empty, done_files[:] = list(done_files), []
+                vectors = embeddings.embed_documents([c.embed_text for c in batch]) if batch else []
                 summary.texts_embedded += len(batch)
                 if in_flight is not None:
                     settle(*in_flight)
-                in_flight = (writer.submit(store_round, batch, vectors), len(batch))
-                # the writer holds the only references now; free the list slots and trim
-                chunks[start:start + TEXTS_PER_ROUND] = [None] * len(batch)
-                del batch, vectors
+                in_flight = (writer.submit(store_round, batch, vectors, empty), len(batch))
+                # the writer holds the only references now; trim what the round freed
+                del batch, vectors, empty
                 release_memory()
             if in_flight is not None:
                 settle(*in_flight)
@@ -299,12 +324,10 @@ def _finish_files(finished, store) -> None:
     store.set_files([(e.source, e.sha256, len(e.chunk_uuids)) for e in finished])
 
 
-def _progress_bar(total_chunks: int, total_files: int, enabled: bool):
-    if not enabled or total_chunks == 0:
+def _progress_bar(enabled: bool):
+    """A bar whose total grows as the feed chunks files."""
+    if not enabled:
         return None
     from tqdm import tqdm
 
-    bar = tqdm(total=total_chunks, unit="chunk", desc="embedding", file=sys.stderr, dynamic_ncols=True,
-               mininterval=0.5)
-    bar.set_postfix_str(f"files 0/{total_files}")
-    return bar
+    return tqdm(total=0, unit="chunk", desc="embedding", file=sys.stderr, dynamic_ncols=True, mininterval=0.5)

@@ -28,6 +28,12 @@ os.environ.setdefault("DISABLE_TELEMETRY", "true")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if "FIELDGUIDE_MODEL_CACHE_DIR" not in os.environ:
+    # Models exported for the onnx embedding backend are kept where the user's are, so a test
+    # run exports them once at most, not once per test (each test has a data dir of its own).
+    from fieldguide.settings import Settings as _Settings
+
+    os.environ["FIELDGUIDE_MODEL_CACHE_DIR"] = str(_Settings().data_dir / "models")
 
 
 @pytest.fixture(scope="session")

@@ -182,7 +182,7 @@ def evaluate(docs_dir: Path, questions: list[dict], settings, *, ablate: bool = 
              log=print) -> EvalRun:
     """Ingest when needed, run the pipeline (and its ablations) and the baselines, score them all;
     with `answers`, also answer every question (and conversation) and score the answers."""
-    from fieldguide.embedding import embedding_model_id, load_embeddings
+    from fieldguide.embedding import embedding_backend_id, embedding_model_id, load_embeddings
 
     run = EvalRun(questions)
     seconds: dict[str, float] = {}
@@ -223,7 +223,8 @@ def evaluate(docs_dir: Path, questions: list[dict], settings, *, ablate: bool = 
         for mode in BASELINES:
             log(f"baseline {mode}: split, embed, top-4")
             run.results[mode], run.facts["baselines"][mode] = run_baseline(
-                mode, docs_dir, questions, embeddings, Path(settings.data_dir) / "eval-cache", embedding_model_id(settings))
+                mode, docs_dir, questions, embeddings, Path(settings.data_dir) / "eval-cache",
+                f"{embedding_model_id(settings)} {embedding_backend_id(settings)}")
             lap(f"baseline_{mode}")
     if answers or conversations:
         log(f"answer {len(questions)} questions and {len(conversations or [])} conversations")

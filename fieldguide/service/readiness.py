@@ -1,5 +1,5 @@
-"""Readiness: the store is reachable, its index was built with the configured embedding model,
-and a vector search finds the stored chunks.
+"""Readiness: the store is reachable, its index was built with the configured embedding model
+and backend, and a vector search finds the stored chunks.
 
 A readiness check is a plain callable returning None when ready, or one sentence saying
 why not. The service runs it in a worker thread with a timeout, and caches the answer
@@ -19,11 +19,11 @@ def store_readiness(settings: Settings, resources=None) -> ReadinessCheck:
     """Check through `resources.store` (the graph's own connection) or a fresh `open_store`."""
 
     def check_store(store) -> str | None:
-        from fieldguide.embedding import embedding_model_id
+        from fieldguide.embedding import embedding_backend_id, embedding_model_id
 
         if not store.ready():
             return "Weaviate is not reachable"
-        manifest = store.check_manifest(embedding_model_id(settings))
+        manifest = store.check_manifest(embedding_model_id(settings), embedding_backend_id(settings))
         return store.unsearchable_reason(int(manifest["dimension"] or 0)) if manifest else None
 
     def check() -> str | None:

@@ -51,9 +51,10 @@ class FakeStore:
         self.calls: list[tuple] = []
 
     def manifest(self):
-        return {"embedding_model": self.model_id, "dimension": DIM, "chunker_version": "1"}
+        return {"embedding_model": self.model_id, "dimension": DIM, "chunker_version": "1",
+                "embedding_backend": "fake"}
 
-    def check_manifest(self, embedding_model_id: str):
+    def check_manifest(self, embedding_model_id: str, embedding_backend: str | None = None):
         if embedding_model_id != self.model_id:
             raise ModelMismatch(f"built with {self.model_id}; run fieldguide ingest DOCS --reindex")
         return self.manifest()

@@ -29,7 +29,7 @@ def filled_store(weaviate_settings):
     records = _records(12)
     with open_store(weaviate_settings) as store:
         store.ensure_collections()
-        store.set_manifest("test-model", DIM, "1")
+        store.set_manifest("test-model", DIM, "1", "onnx-none")
         store.insert_chunks(records[::-1], vectors[::-1])  # insertion order must not matter
         yield store, records, vectors
 
@@ -119,6 +119,7 @@ def test_manifest_round_trip_and_mismatch(filled_store):
 
     store, _, _ = filled_store
     assert store.manifest() == {"embedding_model": "test-model", "dimension": DIM, "chunker_version": "1",
+                                "embedding_backend": "onnx-none",
                                 "calibration": None, "query_prompt": None, "passage_prompt": None}
     assert store.check_manifest("test-model")["dimension"] == DIM
     with pytest.raises(ModelMismatch, match="--reindex"):
@@ -134,7 +135,7 @@ def test_a_store_whose_vector_search_finds_nothing_is_not_ready(filled_store, we
     assert store.unsearchable_reason(DIM) is None
     with open_store(weaviate_settings.model_copy(update={"collection": weaviate_settings.collection + "Novec"})) as bare:
         bare.ensure_collections()
-        bare.set_manifest("test-model", DIM, "1")
+        bare.set_manifest("test-model", DIM, "1", "onnx-none")
         assert bare.unsearchable_reason(DIM) is None  # nothing stored: nothing to find
         # Objects stored without their vectors: the index holds none of them.
         bare.chunks.data.insert_many([{name: r[name] for name in r} for r in records[:4]])

@@ -59,12 +59,13 @@ def test_two_processes_share_one_server_that_survives_a_restart(tmp_path, weavia
 
         with open_store(settings, collection="Persisted") as store:
             store.ensure_collections()
-            store.set_manifest("m", 3, "1")
+            store.set_manifest("m", 3, "1", "onnx-none")
         assert weaviate_server.stop(settings)
         assert not weaviate_server.is_ready(settings.local_http_port)
 
         with open_store(settings, collection="Persisted") as store:  # starts it again
             assert store.manifest() == {"embedding_model": "m", "dimension": 3, "chunker_version": "1",
+                                        "embedding_backend": "onnx-none",
                                         "calibration": None, "query_prompt": None, "passage_prompt": None}
         status = weaviate_server.status(settings)
         assert status["ready"] and status["pid"] not in pids

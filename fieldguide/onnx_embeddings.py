@@ -1,0 +1,106 @@
+"""The ONNX backend at run time: the exported model through ONNX Runtime, without torch.
+
+`OnnxEncoder` reads an export folder (`fieldguide.onnx_export`): the model's own fast
+tokenizer (truncated at its maximum sequence length, padded to the longest text of a batch),
+the ONNX graph, and the pooling and normalisation its sentence-transformers modules named.
+Importing onnxruntime, tokenizers and numpy and opening the session takes a fraction of a
+second, against several for torch and sentence-transformers, which is what lets `ingest` and
+`ask` start quickly.
+
+`OnnxEmbeddings` gives it the two methods the pipeline and LangChain call, `embed_documents`
+and `embed_query`. An int8 graph encodes one text per run: dynamic quantisation scales the
+activations of a whole run at once, so in a batch a text's vector would depend on the texts
+beside it and on their padding (cosine 0.993 between the two ways on the development docs),
+and a question, always alone, would be encoded unlike the chunks. Alone, a text gets the same
+vector whichever files are ingested with it, and no run pads. fp32 graphs encode in batches,
+longest texts first so that a batch pads little; vectors come back in the order given.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ENCODER_CONFIG = "encoder.json"
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+
+
+class OnnxEncoder:
+    def __init__(self, folder: Path, *, config: dict | None = None, model_file: str = MODEL_FILE):
+        import numpy as np
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        folder = Path(folder)
+        self.config = config or json.loads((folder / ENCODER_CONFIG).read_text(encoding="utf-8"))
+        self.dimension = int(self.config["dimension"])
+        self._np = np
+        self._prompt = self.config.get("prompt") or ""
+        self._names = list(self.config["input_names"])
+        self._pooling = self.config["pooling"]
+        self._normalize = bool(self.config["normalize"])
+        self.one_text_per_run = self.config.get("quantization") == "int8"
+        tokenizer = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+        tokenizer.enable_truncation(max_length=int(self.config["max_seq_length"]))
+        tokenizer.enable_padding(pad_id=int(self.config["pad_id"]), pad_token=self.config["pad_token"] or "[PAD]")
+        self._tokenizer = tokenizer
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3  # no warnings about initializers on stderr
+        self._session = onnxruntime.InferenceSession(str(folder / model_file), options,
+                                                     providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: list[str], batch_size: int = 64):
+        """float32 array (len(texts), dimension), rows in the order of `texts`."""
+        np = self._np
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        prompted = [self._prompt + text for text in texts] if self._prompt else list(texts)
+        # longest first (characters stand in for tokens), so each batch pads little
+        order = sorted(range(len(texts)), key=lambda i: -len(prompted[i]))
+        step = 1 if self.one_text_per_run else max(1, int(batch_size))
+        for start in range(0, len(order), step):
+            rows = order[start:start + step]
+            out[rows] = self._encode_batch([prompted[i] for i in rows])
+        return out
+
+    def _encode_batch(self, texts: list[str]):
+        np = self._np
+        encoded = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._names:
+            feed["token_type_ids"] = np.array([e.type_ids for e in encoded], dtype=np.int64)
+        hidden = self._session.run(None, feed)[0]
+        vectors = self._pool(hidden, mask)
+        if self._normalize:
+            vectors /= np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+        return vectors
+
+    def _pool(self, hidden, mask):
+        np = self._np
+        weights = mask[..., None].astype(np.float32)
+        if self._pooling == "cls":
+            return hidden[np.arange(len(hidden)), mask.argmax(axis=1)].astype(np.float32)
+        if self._pooling == "max":
+            return np.where(weights > 0, hidden, -np.inf).max(axis=1).astype(np.float32)
+        summed = (hidden * weights).sum(axis=1)
+        counts = np.clip(weights.sum(axis=1), 1e-9, None)
+        return (summed / (counts if self._pooling == "mean" else np.sqrt(counts))).astype(np.float32)
+
+
+class OnnxEmbeddings:
+    """LangChain-style embeddings (`embed_documents`, `embed_query`) over an `OnnxEncoder`."""
+
+    def __init__(self, folder: Path, batch_size: int = 64):
+        self.folder = Path(folder)
+        self.encoder = OnnxEncoder(self.folder)
+        self.batch_size = int(batch_size)
+        self.dimension = self.encoder.dimension
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.encoder.encode(list(texts), self.batch_size).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.encoder.encode([text], 1)[0].tolist()

