@@ -91,7 +91,8 @@ def on_a_node(method=None, *, deadline: float | None = None):
             finally:
                 _on_a_node.active = False
 
-        return self.nodes.call(operation, method.__name__, deadline=deadline)
+        patient = WRITE_DEADLINE_SECONDS if self.patient else None
+        return self.nodes.call(operation, method.__name__, deadline=deadline or patient)
     return run
 
 
@@ -120,6 +121,19 @@ class ChunkStore:
         self.replication_factor = int(replication_factor or 1)
         self.consistency_level = consistency_level
         self._seen_collection = False  # once it exists, read paths stop asking (a round trip each)
+        # While an ingest runs, every call may wait as long as a write: for some seconds after a
+        # node dies (a new Raft leader, the others noticing) no node answers within a query's
+        # deadline, and an ingest would rather wait than fail (`ingesting`).
+        self.patient = False
+
+    @contextlib.contextmanager
+    def ingesting(self):
+        """Store calls made inside wait like writes (see `patient`)."""
+        before, self.patient = self.patient, True
+        try:
+            yield self
+        finally:
+            self.patient = before
 
     @property
     def client(self):

@@ -98,8 +98,17 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
     from ingest.lock import ingest_lock
 
     log = log or (lambda message: print(message, file=sys.stderr))
-    with ingest_lock(settings.model_copy(update={"collection": store.name}), wait=wait, log=log):
+    with ingest_lock(settings.model_copy(update={"collection": store.name}), wait=wait, log=log), \
+            _patient(store):
         return _ingest(Path(docs_dir), settings, store, embeddings, reindex, progress, log, token_pass)
+
+
+def _patient(store):
+    """The store's `ingesting()` (an ingest waits out a failover instead of failing), when it has one."""
+    import contextlib
+
+    ingesting = getattr(store, "ingesting", None)
+    return ingesting() if ingesting is not None else contextlib.nullcontext()
 
 
 def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log, token_pass) -> IngestSummary:
