@@ -1,5 +1,5 @@
 """`fieldguide eval --docs DIR --questions Q.jsonl [--docs DIR2 --questions Q2.jsonl ...] [--collection NAME ...]
-[--out DIR] [--ablate] [--subset N]`."""
+[--out DIR] [--ablate] [--subset N] [--answers] [--compare BASELINE_REPORT.json [--tolerance N]]`."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run the pipeline with each stage switched off in turn")
     parser.add_argument("--subset", type=int, metavar="N", help="only N questions, taken in turn from each intent")
     parser.add_argument("--no-baselines", action="store_true", help="skip the two naive baselines")
+    parser.add_argument("--answers", action="store_true",
+                        help="also generate every answer (the chat model), so the report records answer facts and "
+                             "citations")
+    parser.add_argument("--compare", type=Path, metavar="BASELINE_REPORT.json",
+                        help="after a docs change: re-run the questions (no baselines) and show which changed context, "
+                             "facts, citations or abstention, and which regressed, against this earlier report.json; "
+                             "exit 1 when more regressed than --tolerance")
+    parser.add_argument("--tolerance", type=int, default=0, metavar="N",
+                        help="questions allowed to regress before --compare fails (default 0)")
 
 
 def read_question_set(path: Path) -> list[dict]:
@@ -49,6 +58,21 @@ def run(args) -> int:
         print(f"fieldguide eval: {len(args.collection)} --collection for {len(args.docs)} --docs: give one per "
               "docs folder, or none", file=sys.stderr)
         return 2
+    baseline = None
+    if args.compare is not None:
+        from fieldguide.evaluation.compare import read_baseline
+
+        if len(args.docs) != 1:
+            print("fieldguide eval: --compare takes one --docs and one --questions", file=sys.stderr)
+            return 2
+        if args.tolerance < 0:
+            print("fieldguide eval: --tolerance must be 0 or more", file=sys.stderr)
+            return 2
+        try:
+            baseline = read_baseline(args.compare)
+        except ValueError as exc:
+            print(f"fieldguide eval: --compare: {exc}", file=sys.stderr)
+            return 2
     corpora = []
     for docs, questions_path in zip(args.docs, args.questions):
         if not docs.is_dir():
@@ -61,8 +85,10 @@ def run(args) -> int:
             return 2
 
     from fieldguide.errors import FieldguideError
+    from fieldguide.evaluation.compare import (RECORDS_VERSION, compare_records, comparison, question_records,
+                                               render_table, summary_line)
     from fieldguide.evaluation.report import mean_table, slice_tables
-    from fieldguide.evaluation.runner import (auto_collection, corpus_label, evaluate, subset_questions,
+    from fieldguide.evaluation.runner import (PIPELINE, auto_collection, corpus_label, evaluate, subset_questions,
                                               system_order, write_outputs)
     from fieldguide.settings import get_settings
 
@@ -75,15 +101,31 @@ def run(args) -> int:
         collection = args.collection[index] if args.collection else auto_collection(docs)
         settings = get_settings().model_copy(update={"collection": collection})
         try:
-            run_ = evaluate(docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines, log=log)
+            run_ = evaluate(docs, questions, settings, ablate=args.ablate and baseline is None,
+                            baselines=not args.no_baselines and baseline is None, log=log)
+            answers = generate_answers(questions, settings, log) if args.answers else None
         except FieldguideError as exc:
             print(f"fieldguide eval: {exc}", file=sys.stderr)
             return 1
+        records = question_records(questions, run_.results[PIPELINE], answers)
         meta = {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                 "docs": f"{docs.resolve().parent.name}/{docs.name}", "questions_file": questions_path.name,
-                "questions": len(questions), "subset": args.subset, "ablate": args.ablate}
+                "questions": len(questions), "subset": args.subset, "ablate": args.ablate,
+                "records_version": RECORDS_VERSION, "question_records": records}
         out = args.out / labels[index] if several else args.out
+        if baseline is not None:
+            rows = compare_records(baseline, records)
+            meta["comparison"] = comparison(rows, args.tolerance)
         paths = write_outputs(run_, out, meta)
+        if answers is not None:
+            with (paths["results"] / "answers.jsonl").open("w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in answers)
+        if baseline is not None:
+            line, failed = summary_line(rows, args.tolerance)
+            print(render_table(rows))
+            print(line)
+            print(f"wrote {paths['report']} (use it as the next baseline)")
+            return 1 if failed else 0
         results[labels[index]] = run_
         if several:
             print(f"\n######## {labels[index]} ({docs})\n")
@@ -102,3 +144,30 @@ def run(args) -> int:
                                             encoding="utf-8")
         print(f"wrote {args.out / 'mean.json'}")
     return 0
+
+
+def generate_answers(questions: list[dict], settings, log) -> list[dict]:
+    """Answer lines (id, answer, abstain, citations) of every question: the full graph, one at a time."""
+    import asyncio
+
+    from fieldguide.retrieval import open_resources, stream_answer
+    from fieldguide.service.answers import citations_for
+    from graph.graph import build_graph
+
+    async def main() -> list[dict]:
+        lines = []
+        graph = build_graph()
+        with open_resources(settings) as resources:
+            resources.warm_up(chat=True)
+            for number, item in enumerate(questions, start=1):
+                final: dict = {}
+                async for kind, payload in stream_answer(graph, item["question"], resources):
+                    if kind == "state":
+                        final = payload
+                lines.append({"id": item.get("id", f"q-{number:03d}"), "question": item["question"],
+                              "abstain": bool(final.get("abstain")), "answer": final.get("answer", ""),
+                              "citations": citations_for(final, lambda source: source)})
+                log(f"answered {number}/{len(questions)}")
+        return lines
+
+    return asyncio.run(main())
