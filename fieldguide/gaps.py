@@ -38,10 +38,10 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 
 KINDS = ("missing", "not_found", "disliked")
-# Cosine between two wordings of one question, for clustering (MiniLM-scale; measured on the
-# seeded store in tests/fixtures/gaps: paraphrases of one need sit 0.55-0.85 apart, different
-# needs of one product's docs mostly below 0.5).
-CLUSTER_THRESHOLD = 0.55
+# The clustering threshold is measured for the embedding model in use (`probe_threshold`):
+# the highest cosine between any two of the calibration's off-topic probes, questions on
+# unrelated subjects. A question closer than that to a cluster's centroid is taken to ask
+# the same thing; anything less could be chance.
 BROAD_K = 30  # candidates per search kind (the graph's search takes ~12)
 SEARCH_WORDINGS = 3  # wordings of a cluster searched again
 NEAREST = 3  # sections named per cluster
@@ -158,7 +158,21 @@ def _add(summary: TurnSummary, record: Any, key: tuple[str, int], vote) -> None:
 
 # --- clustering ---------------------------------------------------------------------------
 
-def cluster_questions(vectors, threshold: float = CLUSTER_THRESHOLD) -> list[list[int]]:
+def probe_threshold(embed) -> float:
+    """The highest cosine between two off-topic probes (`fieldguide.calibration.OFF_TOPIC_PROBES`)
+    as embedded by `embed(texts) -> vectors`: the closeness unrelated questions reach by chance."""
+    import numpy as np
+
+    from fieldguide.calibration import OFF_TOPIC_PROBES
+
+    matrix = np.asarray(embed(list(OFF_TOPIC_PROBES)), dtype=np.float64)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    sims = matrix @ matrix.T
+    np.fill_diagonal(sims, -1.0)
+    return round(float(sims.max()), 4)
+
+
+def cluster_questions(vectors, threshold: float) -> list[list[int]]:
     """Greedy centroid clustering of normalised row vectors: each row (in the order given) joins
     the nearest cluster whose centroid's cosine reaches `threshold`, else starts its own."""
     import numpy as np
@@ -189,7 +203,33 @@ def cluster_questions(vectors, threshold: float = CLUSTER_THRESHOLD) -> list[lis
         sums[count] = vector
         centroids[count] = vector
         members.append([row])
-    return members
+    return _merge_close(members, sums[:len(members)], threshold)
+
+
+def _merge_close(members: list[list[int]], sums, threshold: float) -> list[list[int]]:
+    """Merge clusters whose centroids are at least `threshold` apart in cosine (the greedy pass
+    depends on order: two halves of one need can each open a cluster), closest pairs first."""
+    import numpy as np
+
+    while len(members) > 1:
+        centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+        sims = centroids @ centroids.T
+        np.fill_diagonal(sims, -1.0)
+        pairs = np.argwhere(np.triu(sims >= threshold))
+        if not len(pairs):
+            break
+        order = np.argsort(-sims[pairs[:, 0], pairs[:, 1]])
+        used, merged = set(), []
+        for a, b in pairs[order]:
+            if a in used or b in used:
+                continue
+            used.update((int(a), int(b)))
+            merged.append((int(a), int(b)))
+        keep = [i for i in range(len(members)) if i not in used]
+        members = [members[i] for i in keep] + [members[a] + members[b] for a, b in merged]
+        sums = np.vstack([sums[keep]] + [sums[a] + sums[b] for a, b in merged]) if merged else sums[keep]
+        sums = sums.reshape(len(members), -1)
+    return [sorted(m) for m in members]
 
 
 # --- classification -----------------------------------------------------------------------
@@ -294,22 +334,25 @@ class GapReport:
     seconds: dict[str, float]
     strong: float | None = None
     noise: float | None = None
+    cluster_threshold: float | None = None
 
     def to_dict(self) -> dict:
         return {"clusters": [c.to_dict() for c in self.clusters],
                 "turns": self.summary.turns, "problem_turns": len(self.summary.problems),
                 "answered_without_sentence_checks": self.summary.unchecked,
-                "levels": {"strong": self.strong, "noise": self.noise}, "seconds": self.seconds}
+                "levels": {"strong": self.strong, "noise": self.noise, "cluster": self.cluster_threshold}, "seconds": self.seconds}
 
 
 def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
-                 threshold: float = CLUSTER_THRESHOLD) -> GapReport:
+                 threshold: float | None = None) -> GapReport:
     """Cluster and classify `summary`'s problem turns. `embed(texts) -> vectors`; `search` None
     when no cluster needs it (only disliked ones) or for a dry run (every search-needing cluster
     is then "missing" with no candidates)."""
     seconds = {}
     started = time.perf_counter()
     problems = summary.problems
+    if threshold is None:
+        threshold = probe_threshold(embed) if problems else 1.0
     counts = Counter(t.question for t in problems)
     wordings = [w for w, _ in counts.most_common()]
     vectors = embed(wordings) if wordings else []
@@ -338,7 +381,7 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
     clusters.sort(key=lambda c: (-c.count, KINDS.index(c.kind)))
     seconds["search"] = round(time.perf_counter() - started, 3)
     return GapReport(clusters, summary, seconds, None if search is None else strong,
-                     None if search is None else noise)
+                     None if search is None else noise, threshold)
 
 
 # --- output -------------------------------------------------------------------------------

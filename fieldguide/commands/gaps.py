@@ -20,19 +20,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--collection", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
     parser.add_argument("--cluster-threshold", type=float, metavar="COSINE",
-                        help="cosine two wordings need to share a cluster (default 0.55)")
+                        help="cosine a wording needs to a cluster's centroid to join it (default: the highest "
+                             "cosine between two of the calibration's off-topic probes)")
 
 
 def run(args) -> int:
-    from fieldguide.gaps import CLUSTER_THRESHOLD, parse_since
+    from fieldguide.gaps import parse_since
 
     try:
         since = parse_since(args.since)
     except ValueError as exc:
         print(f"fieldguide gaps: {exc}", file=sys.stderr)
         return 2
-    threshold = CLUSTER_THRESHOLD if args.cluster_threshold is None else args.cluster_threshold
-    if not 0.0 < threshold < 1.0:
+    threshold = args.cluster_threshold
+    if threshold is not None and not 0.0 < threshold < 1.0:
         print("fieldguide gaps: --cluster-threshold must be between 0 and 1", file=sys.stderr)
         return 2
 
@@ -57,7 +58,7 @@ def run(args) -> int:
     return 0
 
 
-def gap_report(settings, since: float, fmt: str, threshold: float, resources=None) -> str:
+def gap_report(settings, since: float, fmt: str, threshold: float | None, resources=None) -> str:
     from fieldguide.gaps import RENDERERS, BroadSearch, build_report, problem_turns
     from fieldguide.service.state import open_turns
 
@@ -72,7 +73,7 @@ def gap_report(settings, since: float, fmt: str, threshold: float, resources=Non
     return RENDERERS[fmt](report)
 
 
-def report_for(summary, settings, threshold: float, resources=None):
+def report_for(summary, settings, threshold: float | None, resources=None):
     """Cluster and classify `summary` against the index of `settings` (opened here unless given)."""
     from fieldguide.gaps import BroadSearch, build_report
 
