@@ -173,6 +173,7 @@ def bind_generation_options(model, max_tokens: int, temperature: float):
 def load_chat_model(settings):
     provider = (settings.chat_provider or "local").lower()
     if provider == "openai":
+        import httpx
         from langchain_openai import ChatOpenAI
 
         if not settings.chat_model:
@@ -180,7 +181,10 @@ def load_chat_model(settings):
         return ChatOpenAI(model=settings.chat_model, base_url=settings.openai_base_url,
                           api_key=settings.openai_api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
                           max_tokens=settings.max_answer_tokens, temperature=settings.temperature,
-                          streaming=True)
+                          streaming=True, max_retries=1,
+                          # an endpoint that is down fails in seconds, not after the client's 10 minutes
+                          timeout=httpx.Timeout(settings.chat_timeout_seconds,
+                                                connect=settings.dependency_timeout_seconds))
     if provider == "local":
         path = str(settings.chat_model) if settings.chat_model else default_gguf_path()
         return LlamaCppChatModel(model_path=path, n_ctx=settings.chat_context_window,

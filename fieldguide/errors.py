@@ -19,3 +19,7 @@ class InvalidQuestion(FieldguideError):
 
 class ModelUnavailable(FieldguideError):
     """A model (embedding, reranker, chat) cannot be loaded or called."""
+
+
+class StateUnavailable(FieldguideError):
+    """The conversation state (Redis, Postgres) did not answer in time."""

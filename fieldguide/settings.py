@@ -56,11 +56,21 @@ class Settings(BaseSettings):
     # --- store ------------------------------------------------------------------------
     weaviate_url: str | None = Field(None, description="External Weaviate (http://host:8080); unset: run one locally.")
     weaviate_grpc_port: int | None = Field(None, description="gRPC port of the external Weaviate (default 50051).")
+    weaviate_grpc_ports: str | None = Field(
+        None, description="One gRPC port per node of a comma-separated FIELDGUIDE_WEAVIATE_URL, in its order.")
     weaviate_api_key: str | None = None
     local_http_port: int = Field(8079, description="Port of the locally managed Weaviate server (loopback).")
     local_grpc_port: int = Field(50059, description="gRPC port of the locally managed Weaviate server.")
     weaviate_binary: Path | None = Field(None, description="weaviate-server binary to run; default searched.")
     collection: str = "FieldguideChunks"
+    local_nodes: int = Field(1, ge=1, description="Nodes of the locally managed Weaviate (3: a cluster on loopback).")
+    replication_factor: int = Field(
+        1, ge=1, description="Copies of every object across the Weaviate nodes, set when a collection is created.")
+    consistency_level: str = Field(
+        "QUORUM", pattern="^(ONE|QUORUM|ALL|one|quorum|all)$",
+        description="How many replicas answer a read or acknowledge a write (with replication_factor > 1).")
+    weaviate_timeout_seconds: float = Field(
+        4.0, description="How long a call waits for Weaviate before it fails (or moves to another node).")
 
     # --- query pipeline (per-request overridable) ----------------------------------
     # Defaults chosen on the mean over both development corpora with the offline defaults
@@ -97,6 +107,8 @@ class Settings(BaseSettings):
     max_answer_tokens: int = 384
     temperature: float = 0.2
     chat_context_window: int = 4096
+    chat_timeout_seconds: float = Field(
+        60.0, description="An OpenAI-compatible endpoint that sends nothing for this long fails the answer.")
 
     # --- service ------------------------------------------------------------------------
     docs_dir: Path | None = Field(None, description="Docs folder served for relative image paths.")
@@ -108,6 +120,17 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = 15.0
     max_events_per_conversation: int = Field(
         4000, description="Events kept per conversation for replay; the oldest are dropped beyond this.")
+    # --- conversation state (fieldguide/service/state) ------------------------------------------
+    state_url: str | None = Field(
+        None, description="Where conversations live: sqlite:///PATH (default "
+        "<data_dir>/state/conversations-<collection>.sqlite), redis://HOST:PORT/DB (shared by several replicas) "
+        "or memory:// (lost on restart).")
+    checkpoint_url: str | None = Field(
+        None, description="postgresql://... for LangGraph's PostgresSaver, the conversations' checkpoints when the "
+        "state is in Redis (Debian's Redis has no RedisJSON/RediSearch for LangGraph's Redis saver).")
+    turn_retention_days: float = Field(90, description="Days stored turns and feedback are kept.")
+    dependency_timeout_seconds: float = Field(
+        3.0, description="How long a question waits for Redis or Postgres before it fails with a plain message.")
     web_modules_dir: Path | None = Field(
         None, description="node_modules holding the chat page's libraries; default fieldguide/web/node_modules.")
 

@@ -11,14 +11,18 @@
   what incremental ingest compares against.
 
 `open_store()` connects to `FIELDGUIDE_WEAVIATE_URL` when set, otherwise to the locally managed
-server (`fieldguide.weaviate_server`), starting it when needed.
+server (`fieldguide.weaviate_server`), starting it when needed. Either may be several nodes: every
+call then runs on a node that answers (`fieldguide.weaviate_nodes`), the collections are created
+with `FIELDGUIDE_REPLICATION_FACTOR` copies of each object and read and written at
+`FIELDGUIDE_CONSISTENCY_LEVEL`, so losing a node loses no chunk and fails no question.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 import uuid as uuidlib
 from collections.abc import Iterator, Sequence
-from urllib.parse import urlparse
 
 from fieldguide.errors import ModelMismatch, StoreUnavailable
 
@@ -59,24 +63,82 @@ def mismatch_message(collection: str, built_with: str, configured: str) -> str:
         f"FIELDGUIDE_EMBEDDING_MODEL={built_with} to use the index as it is.")
 
 
+_on_a_node = threading.local()  # set while a store call runs: calls it makes run as part of it
+
+
+WRITE_DEADLINE_SECONDS = 300.0  # a write of a batch may take long on a busy machine: only queries are hurried
+
+
+def on_a_node(method=None, *, deadline: float | None = None):
+    """Run a store method on a node that answers (see `NodeSet.call`); nested calls share it.
+    Queries get the short deadline; `@on_a_node(deadline=...)` marks slower writes."""
+    if method is None:
+        return functools.partial(on_a_node, deadline=deadline)
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        if self.nodes is None or getattr(_on_a_node, "active", False):
+            return method(self, *args, **kwargs)
+
+        def operation():
+            _on_a_node.active = True
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                _on_a_node.active = False
+
+        return self.nodes.call(operation, method.__name__, deadline=deadline)
+    return run
+
+
+writing = on_a_node(deadline=WRITE_DEADLINE_SECONDS)
+
+
 class ChunkStore:
-    def __init__(self, client, name: str):
-        self.client = client
+    def __init__(self, client, name: str, *, nodes=None, replication_factor: int = 1,
+                 consistency_level: str | None = None):
+        self._client = client
+        self.nodes = nodes  # a NodeSet: the client is then the one of the node in use
         self.name = collection_name(name)
         self.manifest_name = f"{self.name}Manifest"
         self.files_name = f"{self.name}Files"
+        self.replication_factor = int(replication_factor or 1)
+        self.consistency_level = consistency_level
         self._seen_collection = False  # once it exists, read paths stop asking (a round trip each)
+
+    @property
+    def client(self):
+        return self.nodes.client if self.nodes is not None else self._client
+
+    def _use(self, name: str):
+        collection = self.client.collections.use(name)
+        if self.consistency_level:
+            from weaviate.classes.config import ConsistencyLevel
+
+            collection = collection.with_consistency_level(ConsistencyLevel(self.consistency_level.upper()))
+        return collection
 
     # --- collections ------------------------------------------------------------------
     @property
     def chunks(self):
-        return self.client.collections.use(self.name)
+        return self._use(self.name)
 
+    @on_a_node
     def exists(self) -> bool:
         if not self._seen_collection:
             self._seen_collection = self.client.collections.exists(self.name)
         return self._seen_collection
 
+    def _replication(self):
+        if self.replication_factor <= 1:
+            return None
+        from weaviate.classes.config import Configure, ReplicationDeletionStrategy
+
+        # a chunk deleted while a node was down stays deleted when that node catches up
+        return Configure.replication(factor=self.replication_factor,
+                                     deletion_strategy=ReplicationDeletionStrategy.TIME_BASED_RESOLUTION)
+
+    @writing
     def ensure_collections(self) -> None:
         """Create the three collections if missing (explicit schema, never auto-schema)."""
         from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
@@ -100,6 +162,7 @@ class ChunkStore:
                 vector_config=Configure.Vectors.self_provided(
                     vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE)),
                 inverted_index_config=Configure.inverted_index(index_null_state=False),
+                replication_config=self._replication(),
                 properties=[
                     text("chunk_id"),
                     text("group_id"),
@@ -121,10 +184,11 @@ class ChunkStore:
         if not self.client.collections.exists(self.manifest_name):
             self.client.collections.create(
                 self.manifest_name, description=f"how {self.name} was built",
-                vector_config=no_vectors,
-                properties=[text("embedding_model"), integer("dimension"), text("chunker_version"), *profile])
+                vector_config=no_vectors, replication_config=self._replication(),
+                properties=[text("embedding_model"), integer("dimension"), text("chunker_version"),
+                            text("docs_root"), *profile])
         else:  # a manifest from before the profile properties: add what it lacks
-            manifest = self.client.collections.use(self.manifest_name)
+            manifest = self._use(self.manifest_name)
             present = {prop.name for prop in manifest.config.get().properties}
             for prop in profile:
                 if prop.name not in present:
@@ -132,9 +196,10 @@ class ChunkStore:
         if not self.client.collections.exists(self.files_name):
             self.client.collections.create(
                 self.files_name, description=f"source files ingested into {self.name}",
-                vector_config=no_vectors,
+                vector_config=no_vectors, replication_config=self._replication(),
                 properties=[text("source"), text("sha256"), integer("chunk_count")])
 
+    @writing
     def drop(self) -> None:
         self._seen_collection = False
         for name in (self.name, self.manifest_name, self.files_name):
@@ -142,10 +207,11 @@ class ChunkStore:
                 self.client.collections.delete(name)
 
     # --- manifest ---------------------------------------------------------------------
+    @on_a_node
     def manifest(self) -> dict | None:
         if not self.client.collections.exists(self.manifest_name):
             return None
-        obj = self.client.collections.use(self.manifest_name).query.fetch_object_by_id(MANIFEST_UUID)
+        obj = self._use(self.manifest_name).query.fetch_object_by_id(MANIFEST_UUID)
         if obj is None:
             return None
         props = obj.properties
@@ -153,22 +219,58 @@ class ChunkStore:
                 "chunker_version": props.get("chunker_version"), "calibration": _json_or_none(props.get("calibration")),
                 "query_prompt": props.get("query_prompt"), "passage_prompt": props.get("passage_prompt")}
 
+    @writing
     def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str) -> None:
         self.ensure_collections()
-        manifest = self.client.collections.use(self.manifest_name)
+        manifest = self._use(self.manifest_name)
         properties = {"embedding_model": embedding_model, "dimension": int(dimension),
                       "chunker_version": str(chunker_version)}
-        if manifest.data.exists(MANIFEST_UUID):
+        existing = manifest.query.fetch_object_by_id(MANIFEST_UUID)
+        if existing is not None:  # keep what else the manifest records (the docs folder, ...)
+            properties = {**{k: v for k, v in existing.properties.items() if v is not None}, **properties}
             manifest.data.replace(uuid=MANIFEST_UUID, properties=properties)
         else:
             manifest.data.insert(properties=properties, uuid=MANIFEST_UUID)
 
+    # --- which docs folder the collection mirrors --------------------------------------------
+    @on_a_node
+    def docs_root(self) -> str | None:
+        """The folder the collection was last ingested from (None: never recorded)."""
+        if not self.client.collections.exists(self.manifest_name):
+            return None
+        obj = self._use(self.manifest_name).query.fetch_object_by_id(MANIFEST_UUID)
+        return (obj.properties.get("docs_root") or None) if obj is not None else None
+
+    @writing
+    def set_docs_root(self, folder: str) -> None:
+        """Record the folder in the manifest (collections made before this property get it added)."""
+        from weaviate.classes.config import DataType, Property, Tokenization
+
+        collection = self._use(self.manifest_name)
+        if "docs_root" not in {prop.name for prop in collection.config.get().properties}:
+            collection.config.add_property(Property(
+                name="docs_root", data_type=DataType.TEXT, tokenization=Tokenization.FIELD,
+                index_filterable=True, index_searchable=False, skip_vectorization=True))
+        collection.data.update(uuid=MANIFEST_UUID, properties={"docs_root": folder})
+
+    @writing
+    def source_counts(self) -> dict[str, int]:
+        """source -> how many chunks of it are stored (one aggregation)."""
+        from weaviate.classes.aggregate import GroupByAggregate
+
+        if not self.exists():
+            return {}
+        response = self.chunks.aggregate.over_all(group_by=GroupByAggregate(prop="source", limit=1_000_000),
+                                                  total_count=True)
+        return {group.grouped_by.value: int(group.total_count or 0) for group in response.groups}
+
+    @writing
     def set_index_profile(self, calibration: dict, term_stats: str | None, query_prompt: str = "",
                           passage_prompt: str = "") -> None:
         """Record the index's calibration, embedding prompts and term statistics (after a write)."""
         import json
 
-        manifest = self.client.collections.use(self.manifest_name)
+        manifest = self._use(self.manifest_name)
         manifest.data.update(uuid=MANIFEST_UUID, properties={
             "calibration": json.dumps(calibration, sort_keys=True), "query_prompt": query_prompt,
             "passage_prompt": passage_prompt})
@@ -178,11 +280,12 @@ class ChunkStore:
         else:
             manifest.data.insert(properties=properties, uuid=TERM_STATS_UUID)
 
+    @on_a_node
     def term_stats_text(self) -> str | None:
         """The stored term statistics (`fieldguide.bm25.TermStats.to_text`), or None."""
         if not self.client.collections.exists(self.manifest_name):
             return None
-        obj = self.client.collections.use(self.manifest_name).query.fetch_object_by_id(TERM_STATS_UUID)
+        obj = self._use(self.manifest_name).query.fetch_object_by_id(TERM_STATS_UUID)
         return (obj.properties.get("term_stats") or None) if obj is not None else None
 
     def check_manifest(self, embedding_model_id: str) -> dict | None:
@@ -193,17 +296,19 @@ class ChunkStore:
         return manifest
 
     # --- per-file hashes (incremental ingest) ---------------------------------------------
+    @writing
     def file_records(self) -> dict[str, dict]:
         """source -> {"sha256", "chunk_count"} for every ingested file."""
         if not self.client.collections.exists(self.files_name):
             return {}
         records = {}
-        for obj in self.client.collections.use(self.files_name).iterator(
+        for obj in self._use(self.files_name).iterator(
                 return_properties=["source", "sha256", "chunk_count"]):
             props = obj.properties
             records[props["source"]] = {"sha256": props["sha256"], "chunk_count": int(props["chunk_count"] or 0)}
         return records
 
+    @writing
     def set_files(self, records: Sequence[tuple[str, str, int]]) -> None:
         """Record (source, sha256, chunk_count) for files whose chunks are now stored."""
         if not records:
@@ -212,17 +317,19 @@ class ChunkStore:
 
         objects = [DataObject(properties={"source": s, "sha256": h, "chunk_count": int(n)}, uuid=file_uuid(s))
                    for s, h, n in records]
-        _raise_batch_errors(self.client.collections.use(self.files_name).data.insert_many(objects), "file records")
+        _raise_batch_errors(self._use(self.files_name).data.insert_many(objects), "file records")
 
+    @writing
     def delete_files(self, sources: Sequence[str]) -> None:
         if not sources:
             return
         from weaviate.classes.query import Filter
 
-        self.client.collections.use(self.files_name).data.delete_many(
+        self._use(self.files_name).data.delete_many(
             where=Filter.by_id().contains_any([file_uuid(s) for s in sources]))
 
     # --- chunks -------------------------------------------------------------------------
+    @writing
     def insert_chunks(self, records: Sequence[dict], vectors) -> None:
         """Upsert chunk records (each with "chunk_id") with their vectors; UUID = uuid5(chunk_id)."""
         from weaviate.classes.data import DataObject
@@ -235,6 +342,7 @@ class ChunkStore:
         if objects:
             _raise_batch_errors(self.chunks.data.insert_many(objects), "chunks")
 
+    @writing
     def delete_source(self, source: str, keep_uuids: Sequence[str] = ()) -> int:
         """Delete the chunks of `source`, except `keep_uuids` (just written). Returns how many."""
         from weaviate.classes.query import Filter
@@ -245,11 +353,13 @@ class ChunkStore:
         result = self.chunks.data.delete_many(where=where)
         return int(result.successful)
 
+    @on_a_node
     def count(self) -> int:
         if not self.exists():
             return 0
         return int(self.chunks.aggregate.over_all(total_count=True).total_count or 0)
 
+    @on_a_node
     def count_kind(self, content_kind: str) -> int:
         """How many chunks have this `content_kind`."""
         if not self.exists():
@@ -264,6 +374,7 @@ class ChunkStore:
         for obj in self.chunks.iterator(return_properties=["heading_path", "text"]):
             yield list(obj.properties.get("heading_path") or []), obj.properties.get("text") or ""
 
+    @writing
     def sources(self) -> set[str]:
         return {obj.properties["source"] for obj in self.chunks.iterator(return_properties=["source"])}
 
@@ -285,6 +396,7 @@ class ChunkStore:
         return found
 
     # --- search primitives ----------------------------------------------------------------
+    @on_a_node
     def near_vector(self, vector, k: int, content_kind: str | None = None) -> list[dict]:
         """Top-k chunks by cosine similarity (= 1 - cosine distance), with every record field."""
         from weaviate.classes.query import MetadataQuery
@@ -297,6 +409,7 @@ class ChunkStore:
         return [dict(_record(obj.properties), similarity=1.0 - float(obj.metadata.distance))
                 for obj in response.objects]
 
+    @on_a_node
     def hybrid(self, query: str, vector, k: int, alpha: float = 0.5, content_kind: str | None = None) -> list[dict]:
         """BM25 + vector fusion for exact names; "score" is the fused score, "similarity" the cosine."""
         import numpy as np
@@ -335,6 +448,7 @@ class ChunkStore:
         """
         return self.reassembly_parts([], sections)[1]
 
+    @on_a_node
     def reassembly_parts(self, group_ids: Sequence[str], sections: Sequence[tuple[str, Sequence[str], int | None]]
                          ) -> tuple[dict[str, list[dict]], list[dict | None]]:
         """Every part of each section in `group_ids` (ordered by part_index) and
@@ -367,6 +481,7 @@ class ChunkStore:
             intros.append(max(matches, key=lambda r: r["line_start"], default=None))
         return found, intros
 
+    @on_a_node
     def unsearchable_reason(self, dimension: int) -> str | None:
         """None when a vector search finds the stored chunks; else why it cannot.
 
@@ -389,6 +504,8 @@ class ChunkStore:
     def ready(self, embedding_model_id: str | None = None) -> bool:
         """Weaviate answers and the collection exists (built with `embedding_model_id`, when given)."""
         try:
+            if self.nodes is not None and not self.nodes.reachable():
+                return False
             if not (self.client.is_ready() and self.exists()):
                 return False
             if embedding_model_id is None:
@@ -439,43 +556,74 @@ def _raise_batch_errors(result, what: str) -> None:
 
 # --- connecting ---------------------------------------------------------------------------
 
-def connect(settings):
-    """A weaviate-client v4 client for the configured (or locally managed) server."""
+def _client_for(node, settings):
     import weaviate
     from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 
     config = AdditionalConfig(timeout=Timeout(init=10, query=60, insert=180))
     auth = Auth.api_key(settings.weaviate_api_key) if settings.weaviate_api_key else None
+    return weaviate.connect_to_custom(
+        http_host=node.host, http_port=node.http_port, http_secure=node.secure,
+        grpc_host=node.host, grpc_port=node.grpc_port, grpc_secure=node.secure,
+        auth_credentials=auth, additional_config=config)
+
+
+def configured_nodes(settings) -> list:
+    """The nodes of `FIELDGUIDE_WEAVIATE_URL`, or of the local server (started when needed)."""
+    from fieldguide import weaviate_nodes, weaviate_server
+
     if settings.weaviate_url:
-        url = urlparse(settings.weaviate_url if "://" in settings.weaviate_url else f"http://{settings.weaviate_url}")
-        secure = url.scheme == "https"
-        host = url.hostname or "localhost"
-        port = url.port or (443 if secure else 8080)
-        grpc_port = settings.weaviate_grpc_port or 50051
-        try:
-            return weaviate.connect_to_custom(
-                http_host=host, http_port=port, http_secure=secure,
-                grpc_host=host, grpc_port=grpc_port, grpc_secure=secure,
-                auth_credentials=auth, additional_config=config)
-        except Exception as exc:
-            raise StoreUnavailable(
-                f"Cannot reach Weaviate at {settings.weaviate_url} (gRPC port {grpc_port}): {_short(exc)}. "
-                "Start it (e.g. `docker compose up -d weaviate`), fix FIELDGUIDE_WEAVIATE_URL / "
-                "FIELDGUIDE_WEAVIATE_GRPC_PORT, or unset FIELDGUIDE_WEAVIATE_URL to let fieldguide run "
-                "a local server.") from exc
+        return weaviate_nodes.nodes_from_urls(settings.weaviate_url, settings.weaviate_grpc_port,
+                                              settings.weaviate_grpc_ports)
+    return [weaviate_nodes.Node(weaviate_server.HOST, node["http_port"], node["grpc_port"])
+            for node in weaviate_server.start(settings)["nodes"]]
 
-    from fieldguide import weaviate_server
 
-    state = weaviate_server.start(settings)
+def connect(settings):
+    """A weaviate-client v4 client for the configured (or locally managed) server; its first node."""
+    node = configured_nodes(settings)[0]
     try:
-        return weaviate.connect_to_local(
-            host=weaviate_server.HOST, port=state.get("http_port", settings.local_http_port),
-            grpc_port=state.get("grpc_port", settings.local_grpc_port),
-            auth_credentials=auth, additional_config=config)
+        return _client_for(node, settings)
     except Exception as exc:
-        raise StoreUnavailable(
-            f"The local Weaviate server did not answer ({_short(exc)}). Try `fieldguide weaviate stop` "
-            f"then `fieldguide weaviate start`, or set FIELDGUIDE_WEAVIATE_URL.") from exc
+        raise _unreachable(settings, node, exc) from exc
+
+
+def connect_nodes(settings):
+    """A NodeSet over every configured node (the local server is started when needed)."""
+    from fieldguide.weaviate_nodes import NodeSet
+
+    nodes = configured_nodes(settings)
+
+    def make_client(node):
+        try:
+            return _client_for(node, settings)
+        except Exception as exc:
+            raise _unreachable(settings, node, exc) from exc
+
+    node_set = NodeSet(nodes, make_client, timeout=settings.weaviate_timeout_seconds)
+    errors = []
+    for _ in nodes:  # connect now, to a node that answers: a bad address is reported at once
+        try:
+            node_set.client
+            return node_set
+        except StoreUnavailable as exc:
+            errors.append(exc)
+            node_set._mark_down(node_set.node, exc)
+            node_set._current = (node_set._current + 1) % len(nodes)
+    node_set.close()
+    raise errors[0]
+
+
+def _unreachable(settings, node, exc: Exception) -> StoreUnavailable:
+    if settings.weaviate_url:
+        return StoreUnavailable(
+            f"Cannot reach Weaviate at {node.label}: {_short(exc)}. "
+            "Start it (e.g. `docker compose up -d weaviate`), fix FIELDGUIDE_WEAVIATE_URL / "
+            "FIELDGUIDE_WEAVIATE_GRPC_PORT, or unset FIELDGUIDE_WEAVIATE_URL to let fieldguide run "
+            "a local server.")
+    return StoreUnavailable(
+        f"The local Weaviate server did not answer ({_short(exc)}). Try `fieldguide weaviate stop` "
+        f"then `fieldguide weaviate start`, or set FIELDGUIDE_WEAVIATE_URL.")
 
 
 def _short(exc: Exception) -> str:
@@ -485,13 +633,15 @@ def _short(exc: Exception) -> str:
 
 @contextlib.contextmanager
 def open_store(settings=None, collection: str | None = None) -> Iterator[ChunkStore]:
-    """Yield a ChunkStore over a connected client; the client is closed on exit."""
+    """Yield a ChunkStore over the configured nodes; their clients are closed on exit."""
     if settings is None:
         from fieldguide.settings import get_settings
 
         settings = get_settings()
-    client = connect(settings)
+    nodes = connect_nodes(settings)
     try:
-        yield ChunkStore(client, collection or settings.collection)
+        yield ChunkStore(None, collection or settings.collection, nodes=nodes,
+                         replication_factor=settings.replication_factor,
+                         consistency_level=settings.consistency_level if settings.replication_factor > 1 else None)
     finally:
-        client.close()
+        nodes.close()

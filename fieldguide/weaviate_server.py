@@ -10,6 +10,12 @@ The binary is searched in this order: `FIELDGUIDE_WEAVIATE_BINARY`, `<data_dir>/
 `$GOBIN` / `$(go env GOPATH)/bin`, `PATH`. Without one, `fieldguide weaviate build` compiles it
 with `go install`; without Go, weaviate-client's embedded-mode download fetches the release
 binary (needs internet).
+
+With `FIELDGUIDE_LOCAL_NODES=3` (or `fieldguide weaviate start --nodes 3`) the same binary runs
+as a cluster of three nodes on loopback, joined through Weaviate's own memberlist gossip and
+Raft settings, each with a data folder of its own under `<data_dir>/weaviate-cluster/`. Their
+ports are chosen once and recorded, so a node that stopped is started again where it was, and
+catches up with the others (Weaviate's async replication repairs what it missed).
 """
 from __future__ import annotations
 
@@ -66,6 +72,15 @@ class ServerPaths:
     @property
     def lock(self) -> Path:
         return self.root / "weaviate-server.lock"
+
+    # the local cluster (FIELDGUIDE_LOCAL_NODES > 1)
+    @property
+    def cluster_root(self) -> Path:
+        return self.root / "weaviate-cluster"
+
+    @property
+    def cluster_state(self) -> Path:
+        return self.root / "weaviate-cluster.json"
 
 
 # --- finding and building the binary ------------------------------------------------------
@@ -275,11 +290,20 @@ def _server_env(paths: ServerPaths, http_port: int, grpc_port: int, state: dict)
 
 
 def start(settings, http_port: int | None = None, grpc_port: int | None = None,
-          timeout: float = READY_TIMEOUT_SECONDS, log=None) -> dict:
-    """Make sure a local server answers on the configured ports; start one if needed.
+          timeout: float = READY_TIMEOUT_SECONDS, log=None, nodes: int | None = None) -> dict:
+    """Make sure a local server (or, with `nodes` > 1, a local cluster) answers; start it if needed.
 
-    Returns the server state (pid, ports, binary). Safe to call from many processes at once.
+    Returns the server state (pid, ports, binary, and "nodes": every node's name and ports).
+    Safe to call from many processes at once.
     """
+    count = nodes or int(getattr(settings, "local_nodes", 1) or 1)
+    if count > 1:
+        return start_cluster(settings, count, timeout=timeout, log=log)
+    state = _start_one(settings, http_port, grpc_port, timeout, log)
+    return {**state, "nodes": [{"name": "node1", "http_port": state["http_port"], "grpc_port": state["grpc_port"]}]}
+
+
+def _start_one(settings, http_port: int | None, grpc_port: int | None, timeout: float, log) -> dict:
     http_port = http_port or settings.local_http_port
     grpc_port = grpc_port or settings.local_grpc_port
     paths = ServerPaths(Path(settings.data_dir))
@@ -370,7 +394,7 @@ def _looks_like_weaviate(pid: int) -> bool:
 
 
 def stop(settings) -> bool:
-    """Stop the server recorded in the pid file. True when one was stopped."""
+    """Stop the server recorded in the pid file, and the local cluster's nodes. True when one was stopped."""
     paths = ServerPaths(Path(settings.data_dir))
     with _locked(paths):
         state = _read_state(paths)
@@ -381,7 +405,115 @@ def stop(settings) -> bool:
             stopped = True
         with contextlib.suppress(FileNotFoundError):
             paths.state.unlink()
+        for node in _read_cluster(paths).get("nodes", []):  # the ports stay recorded for the next start
+            if _pid_alive(node.get("pid")) and _looks_like_weaviate(node["pid"]):
+                _terminate(node["pid"])
+                stopped = True
         return stopped
+
+
+# --- a local cluster ---------------------------------------------------------------------------
+
+def _read_cluster(paths: ServerPaths) -> dict:
+    try:
+        return json.loads(paths.cluster_state.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _new_cluster(settings, count: int) -> dict:
+    nodes = []
+    for n in range(1, count + 1):
+        nodes.append({
+            "name": f"node{n}",
+            # the first node where a single server would be, so clients configured for it still work
+            "http_port": settings.local_http_port if n == 1 else free_port(),
+            "grpc_port": settings.local_grpc_port if n == 1 else free_port(),
+            "gossip_port": _consecutive_free_ports(),
+            "raft_port": _consecutive_free_ports(),
+            "profiling_port": free_port(),
+        })
+    return {"nodes": nodes}
+
+
+def _node_env(paths: ServerPaths, node: dict, nodes: list[dict]) -> dict:
+    env = dict(os.environ)
+    env.update({
+        "PERSISTENCE_DATA_PATH": str(paths.cluster_root / node["name"]),
+        "DEFAULT_VECTORIZER_MODULE": "none",
+        "ENABLE_MODULES": "",
+        "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
+        "DISABLE_TELEMETRY": "true",
+        "QUERY_DEFAULTS_LIMIT": "25",
+        "GRPC_PORT": str(node["grpc_port"]),
+        "CLUSTER_HOSTNAME": node["name"],
+        "CLUSTER_IN_LOCALHOST": "true",
+        "CLUSTER_GOSSIP_BIND_PORT": str(node["gossip_port"]),
+        "CLUSTER_DATA_BIND_PORT": str(node["gossip_port"] + 1),
+        "CLUSTER_JOIN": ",".join(f"{HOST}:{other['gossip_port']}" for other in nodes if other is not node),
+        "RAFT_PORT": str(node["raft_port"]),
+        "RAFT_INTERNAL_RPC_PORT": str(node["raft_port"] + 1),
+        "RAFT_BOOTSTRAP_EXPECT": str(len(nodes)),
+        "RAFT_JOIN": ",".join(f"{other['name']}:{other['raft_port']}" for other in nodes),
+        "PROFILING_PORT": str(node["profiling_port"]),
+    })
+    return env
+
+
+def start_cluster(settings, count: int, timeout: float = READY_TIMEOUT_SECONDS, log=None) -> dict:
+    """Make sure `count` local nodes run as one cluster; start those that do not (again, with the
+    ports and data they had). Returns {"nodes": [...], "http_port", "grpc_port"} (the first node's)."""
+    paths = ServerPaths(Path(settings.data_dir))
+    with _locked(paths):
+        state = _read_cluster(paths)
+        if state and len(state.get("nodes", [])) != count:
+            if any(_pid_alive(node.get("pid")) for node in state["nodes"]):
+                raise StoreUnavailable(
+                    f"A local Weaviate cluster of {len(state['nodes'])} nodes is running; stop it first "
+                    "(`fieldguide weaviate stop`) to start one of another size.")
+            state = {}
+        if not state:
+            state = _new_cluster(settings, count)
+        if _pid_alive(_read_state(paths).get("pid")):
+            raise StoreUnavailable("The single local Weaviate server is running; stop it first "
+                                   "(`fieldguide weaviate stop`) to start a local cluster.")
+        binary = find_binary(settings)
+        if binary is None:
+            raise StoreUnavailable("No weaviate-server binary found. Build it once with `fieldguide weaviate build`.")
+        nodes = state["nodes"]
+        paths.cluster_root.mkdir(parents=True, exist_ok=True)
+        for node in nodes:
+            if _pid_alive(node.get("pid")):
+                continue
+            for port in (node["http_port"], node["grpc_port"]):
+                if _port_in_use(port):
+                    raise StoreUnavailable(f"Port {port} of Weaviate cluster node {node['name']} is taken by "
+                                           "something else. Free it, or stop that program.")
+            (paths.cluster_root / node["name"]).mkdir(parents=True, exist_ok=True)
+            with open(paths.cluster_root / f"{node['name']}.log", "ab") as log_file:
+                process = subprocess.Popen(
+                    [str(binary), "--host", HOST, "--port", str(node["http_port"]), "--scheme", "http",
+                     "--read-timeout=600s", "--write-timeout=600s"],
+                    env=_node_env(paths, node, nodes), stdin=subprocess.DEVNULL, stdout=log_file,
+                    stderr=subprocess.STDOUT, cwd=str(paths.cluster_root), start_new_session=True)
+            node["pid"] = process.pid
+            node["binary"] = str(binary)
+            if log:
+                log(f"started Weaviate cluster node {node['name']} on port {node['http_port']} (pid {process.pid})")
+        paths.cluster_state.write_text(json.dumps(state))
+        for node in nodes:
+            if not _wait_ready(node["http_port"], node["pid"], timeout):
+                raise StoreUnavailable(
+                    f"Weaviate cluster node {node['name']} did not become ready on port {node['http_port']}; see "
+                    f"{paths.cluster_root / (node['name'] + '.log')}:\n"
+                    f"{_tail(paths.cluster_root / (node['name'] + '.log'))}")
+        return {"nodes": nodes, "http_port": nodes[0]["http_port"], "grpc_port": nodes[0]["grpc_port"],
+                "cluster": True}
+
+
+def cluster_nodes(settings) -> list[dict]:
+    """The local cluster's recorded nodes (name, ports, pid), running or not."""
+    return _read_cluster(ServerPaths(Path(settings.data_dir))).get("nodes", [])
 
 
 def status(settings) -> dict:
@@ -391,8 +523,12 @@ def status(settings) -> dict:
     binary = None
     with contextlib.suppress(StoreUnavailable):
         binary = find_binary(settings)
+    cluster = [{"name": n["name"], "http_port": n["http_port"], "grpc_port": n["grpc_port"],
+                "pid": n.get("pid") if _pid_alive(n.get("pid")) else None, "ready": is_ready(n["http_port"])}
+               for n in _read_cluster(paths).get("nodes", [])]
     return {
         "external_url": settings.weaviate_url,
+        "cluster": cluster,
         "http_port": port,
         "grpc_port": state.get("grpc_port") or settings.local_grpc_port,
         "pid": state.get("pid") if _pid_alive(state.get("pid")) else None,

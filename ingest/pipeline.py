@@ -10,8 +10,18 @@ sha256 of its raw bytes. A run compares the folder with the file records in the 
   is written last, so an interrupted run simply redoes that file next time;
 * files gone from the folder have their chunks and record deleted.
 
+An ingest that was killed halfway leaves chunks of files that have no record yet (or
+not all of a file's chunks): each run compares the records with the chunks actually stored
+(one aggregation), redoes every file whose count disagrees and deletes the chunks of sources
+that are neither recorded nor in the folder, so the next run ends with no duplicates, no
+orphans and records that agree with the objects.
+
+One ingest of a collection runs at a time (`ingest.lock`), and a collection that holds
+another folder's documents is refused rather than mirrored onto this one: ingest mirrors
+one folder, so it would delete them all.
+
 When nothing changed, the embedding model is never loaded: an unchanged re-run costs a
-directory walk, the hashes and one query.
+directory walk, the hashes and two queries.
 """
 from __future__ import annotations
 
@@ -67,12 +77,13 @@ def release_memory() -> None:
 
 
 def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: bool = True,
-                  store=None, embeddings=None, log=None, token_pass: bool = True) -> IngestSummary:
+                  store=None, embeddings=None, log=None, token_pass: bool = True, wait: bool = True) -> IngestSummary:
     """Bring the store's collection in line with `docs_dir`. Returns the run's counts.
 
     `store` (a ChunkStore) and `embeddings` may be passed in (tests, long-lived services);
     otherwise they are opened here. `token_pass=False` only serves to measure what the
     token-safe pass buys (`fieldguide eval --ablate`, into a collection of its own).
+    While another ingest of the collection runs, this one waits (`wait=False`: IngestBusy).
     """
     if not Path(docs_dir).is_dir():
         raise FieldguideError(f"{docs_dir} is not a directory.")
@@ -81,14 +92,21 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
 
         with open_store(settings) as opened:
             return ingest_folder(docs_dir, settings, reindex=reindex, progress=progress,
-                                 store=opened, embeddings=embeddings, log=log, token_pass=token_pass)
+                                 store=opened, embeddings=embeddings, log=log, token_pass=token_pass, wait=wait)
 
+    from ingest.lock import ingest_lock
+
+    log = log or (lambda message: print(message, file=sys.stderr))
+    with ingest_lock(settings.model_copy(update={"collection": store.name}), wait=wait, log=log):
+        return _ingest(Path(docs_dir), settings, store, embeddings, reindex, progress, log, token_pass)
+
+
+def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log, token_pass) -> IngestSummary:
     from ingest.chunk import CHUNKER_VERSION
     from ingest.chunker import file_sha256, iter_markdown_files
 
     from fieldguide.embedding import embedding_model_id
 
-    log = log or (lambda message: print(message, file=sys.stderr))
     started = time.perf_counter()
     docs_dir = Path(docs_dir)
     summary = IngestSummary()
@@ -100,6 +118,7 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
     else:
         manifest = store.check_manifest(model_id)  # ModelMismatch names --reindex
     known = store.file_records() if manifest else {}
+    stored = store.source_counts() if manifest else {}  # what is really there (a killed run leaves more)
     same_chunker = bool(manifest) and manifest.get("chunker_version") == CHUNKER_VERSION
 
     # 1. what changed: hash the raw bytes of every file
@@ -115,7 +134,9 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
         record = known.get(source)
         if record is None:
             summary.files_added += 1
-        elif record["sha256"] == sha and same_chunker:
+            if stored.get(source):  # chunks of an interrupted run: replaced, leftovers deleted
+                changed.add(source)
+        elif record["sha256"] == sha and same_chunker and stored.get(source, 0) == record["chunk_count"]:
             summary.files_skipped += 1
             continue
         else:
@@ -123,20 +144,44 @@ def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: 
             summary.chunks_deleted += record["chunk_count"]
             changed.add(source)
         to_chunk.append((source, raw, sha))
-    gone = sorted(set(known) - seen)
+    if manifest:
+        refuse_another_folder(store, docs_dir, known, seen)
+    gone = sorted((set(known) | set(stored)) - seen)
 
-    # 2. files gone from the folder
+    # 2. files gone from the folder (and chunks of sources an interrupted run never recorded)
     for source in gone:
         summary.chunks_deleted += store.delete_source(source)
-        summary.files_deleted += 1
-    store.delete_files(gone)
+        summary.files_deleted += source in known
+    store.delete_files([source for source in gone if source in known])
 
     if to_chunk or not manifest:
         summary = _write_files(to_chunk, changed, settings, store, embeddings, summary, manifest,
                                model_id, progress, log, token_pass)
+    folder = str(docs_dir.resolve())
+    if store.docs_root() != folder:
+        store.set_docs_root(folder)
     summary.calibration = _profile(settings, store, embeddings, changed=bool(to_chunk or gone), log=log)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
+
+
+def refuse_another_folder(store, docs_dir: Path, known: dict, seen: set[str]) -> None:
+    """Refuse to mirror `docs_dir` onto a collection that holds another folder's documents.
+
+    The same folder (as recorded), or one that has at least half of the collection's files
+    (the same docs, moved; a collection from before folders were recorded that shares files
+    with it) is fine; anything else would have its files deleted by the mirroring.
+    """
+    recorded = store.docs_root()
+    if not known or recorded == str(docs_dir.resolve()):
+        return
+    shared = len(set(known) & seen)
+    if shared and (recorded is None or shared * 2 >= len(known)):
+        return
+    raise FieldguideError(
+        f"Collection {store.name} holds {len(known)} files from {recorded or 'another folder'}, and {docs_dir} "
+        f"has {shared} of them: ingesting it would delete the others. Ingest it into a collection of its own "
+        f"(--collection NAME), or replace the collection's contents with `fieldguide ingest {docs_dir} --reindex`.")
 
 
 def _profile(settings, store, embeddings, *, changed: bool, log) -> dict | None:

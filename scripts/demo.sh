@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export DISABLE_TELEMETRY=true
-exec .venv/bin/fieldguide serve --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}" "$@"
+exec .venv/bin/fieldguide serve --docs "${DOCS_DIR:-fieldguide/sample_docs}" --host "${HOST:-127.0.0.1}" \
+  --port "${PORT:-8000}" "$@"

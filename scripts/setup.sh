@@ -64,11 +64,19 @@ if [ -z "${FIELDGUIDE_WEAVIATE_URL:-}" ]; then
   .venv/bin/fieldguide weaviate build
 fi
 
-if [ "$WITH_TEST" = 1 ] && ! command -v chromium >/dev/null; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "note: chromium is not installed; browser tests will be skipped (sudo apt-get install chromium)" >&2
+# Debian packages the tests run for real: chromium (browser tests), redis-server (replicas share
+# state through it) and postgresql (LangGraph's PostgresSaver keeps the replicas' checkpoints).
+if [ "$WITH_TEST" = 1 ]; then
+  missing=()
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v redis-server >/dev/null || missing+=(redis-server)
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+      echo "note: not installed: ${missing[*]}; their tests will be skipped (sudo apt-get install ${missing[*]})" >&2
+    fi
   fi
 fi
 # LangGraph Studio's server lives in its own environment, .venv-studio (see README);

@@ -14,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--collection", metavar="NAME", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
     parser.add_argument("--json", action="store_true", help="end with one JSON summary object on stdout")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="refuse at once, instead of waiting, while another ingest of the collection runs")
 
 
 def run(args) -> int:
@@ -29,7 +31,7 @@ def run(args) -> int:
     try:
         from ingest.pipeline import ingest_folder
 
-        summary = ingest_folder(args.docs_dir, settings, reindex=args.reindex,
+        summary = ingest_folder(args.docs_dir, settings, reindex=args.reindex, wait=not args.no_wait,
                                 progress=not (args.json or args.no_progress) and sys.stderr.isatty())
     except FieldguideError as exc:
         print(f"error: {exc}", file=sys.stderr)

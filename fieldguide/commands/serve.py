@@ -4,20 +4,44 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = ("Serve the HTTP API and the chat page. The docs folder (--docs, FIELDGUIDE_DOCS_DIR, "
-        "else the bundled sample docs) is ingested first, incrementally.")
+HELP = ("Serve the HTTP API and the chat page. A docs folder named with --docs (or FIELDGUIDE_DOCS_DIR) "
+        "is ingested first, incrementally; without one the collection is served as it is.")
 
-SAMPLE_DOCS = Path(__file__).resolve().parent.parent / "sample_docs"
+SAMPLE_DOCS = Path(__file__).resolve().parent.parent / "sample_docs"  # `--docs` it to try fieldguide out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--docs", type=Path, metavar="DIR",
-                        help="Markdown folder to ingest and serve images from (default: the sample docs)")
+                        help="Markdown folder to ingest into the collection and serve images from (without it "
+                             "nothing is ingested; the bundled sample docs are in fieldguide/sample_docs)")
     parser.add_argument("--collection", metavar="NAME", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
     parser.add_argument("--no-ingest", action="store_true", help="serve the collection as it is, without ingesting")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+
+
+def _docs_of_the_collection(settings):
+    """Serving a collection as it is: its images come from the folder it was ingested from, when
+    that is here; an empty collection gets a hint instead of the sample docs."""
+    import sys
+
+    from fieldguide.errors import FieldguideError
+    from fieldguide.store import open_store
+
+    try:
+        with open_store(settings) as store:
+            chunks, folder = store.count(), store.docs_root()
+    except FieldguideError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
+        return settings
+    if not chunks:
+        print(f"note: collection {settings.collection} holds no documents yet: serve a folder with "
+              f"`fieldguide serve --docs DIR` (or `fieldguide ingest DIR`; sample docs: {SAMPLE_DOCS})",
+              file=sys.stderr)
+    if folder and Path(folder).is_dir():
+        return settings.model_copy(update={"docs_dir": Path(folder)})
+    return settings
 
 
 def run(args) -> int:
@@ -33,22 +57,24 @@ def run(args) -> int:
     from fieldguide.settings import get_settings
 
     settings = get_settings()
-    docs = args.docs or settings.docs_dir or SAMPLE_DOCS
-    if not Path(docs).is_dir():
+    docs = args.docs or settings.docs_dir  # ingest only a folder named for this collection
+    if docs is not None and not Path(docs).is_dir():
         print(f"error: {docs} is not a directory", file=sys.stderr)
         return 2
-    update = {"docs_dir": Path(docs).resolve()}
+    update = {"docs_dir": Path(docs).resolve() if docs is not None else None}
     if args.collection:
         update["collection"] = args.collection
     settings = settings.model_copy(update=update)
 
     try:
-        if not args.no_ingest:
+        if docs is not None and not args.no_ingest:
             from ingest.pipeline import ingest_folder
 
             summary = ingest_folder(settings.docs_dir, settings, progress=sys.stderr.isatty())
             print(f"ingested {settings.docs_dir}: {summary.files_seen} files, {summary.files_skipped} unchanged, "
                   f"{summary.chunks_written} chunks written", file=sys.stderr)
+        elif docs is None:
+            settings = _docs_of_the_collection(settings)
         import uvicorn
 
         from fieldguide.service import create_app

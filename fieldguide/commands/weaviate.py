@@ -11,6 +11,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build: put a weaviate-server binary in the data dir (go install, or download); "
                              "start: run it detached on loopback; stop: stop it; status: print its state as JSON")
     parser.add_argument("--force", action="store_true", help="build: rebuild even if a binary is found")
+    parser.add_argument("--nodes", type=int, metavar="N",
+                        help="start: run N nodes as one cluster on loopback (default FIELDGUIDE_LOCAL_NODES, 1); "
+                             "clients then need FIELDGUIDE_LOCAL_NODES=N too")
 
 
 def run(args) -> int:
@@ -29,7 +32,10 @@ def run(args) -> int:
         elif args.action == "start":
             if settings.weaviate_url:
                 say(f"FIELDGUIDE_WEAVIATE_URL is set ({settings.weaviate_url}): no local server is needed.")
-            state = weaviate_server.start(settings, log=say)
+            state = weaviate_server.start(settings, log=say, nodes=args.nodes)
+            if (args.nodes or 1) > 1 and settings.local_nodes != args.nodes:
+                say(f"note: set FIELDGUIDE_LOCAL_NODES={args.nodes} (and FIELDGUIDE_REPLICATION_FACTOR, e.g. "
+                    f"{min(3, args.nodes)}, before the first ingest) so that fieldguide uses every node")
             print(json.dumps({"ready": True, **state}))
         elif args.action == "stop":
             stopped = weaviate_server.stop(settings)

@@ -15,7 +15,8 @@ real query graph by default) into:
 Browsers on other origins may call it only from FIELDGUIDE_ALLOWED_ORIGINS (origins.py).
 
 A janitor task cancels turns nobody has listened to for `abandon_after_seconds` and evicts
-conversations idle longer than `event_log_ttl_seconds`.
+conversations idle longer than `event_log_ttl_seconds`. Where conversations live (event logs,
+checkpoints, stored turns) is `FIELDGUIDE_STATE_URL` (see `fieldguide.service.state`).
 """
 from __future__ import annotations
 
@@ -35,17 +36,14 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
+from fieldguide.errors import StateUnavailable
 from fieldguide.service.assets import resolve_asset_url
-from fieldguide.service.checkpoint import BoundedMemorySaver
-from fieldguide.service.conversations import (
-    Conversation,
-    ConversationLimitReached,
-    ConversationRegistry,
-)
+from fieldguide.service.conversations import Conversation, ConversationLimitReached
 from fieldguide.service.engine import TurnEngine
 from fieldguide.service.memory import ReleasePolicy, release_memory, settle_heap
 from fieldguide.service.readiness import ReadinessCheck, index_calibration, store_readiness
 from fieldguide.service.runs import GraphRunner
+from fieldguide.service.state import ServiceState, open_state
 from fieldguide.service.turns import run_turn
 from fieldguide.settings import Settings, get_settings
 
@@ -57,6 +55,7 @@ RETRY_FRAME = f"retry: {RETRY_MS}\r\n\r\n".encode()  # a block with no data: set
 READINESS_TIMEOUT = 5.0
 READINESS_CACHE_SECONDS = 1.0
 SWITCH_INTERVAL_SECONDS = 0.001
+HOUSEKEEPING_SECONDS = 30.0  # how often the state backend tidies what no conversation owns
 
 
 class QuestionIn(BaseModel):
@@ -87,8 +86,7 @@ class Service:
 
     settings: Settings
     graph: Any
-    checkpointer: BoundedMemorySaver
-    conversations: ConversationRegistry
+    state: ServiceState
     readiness: ReadinessCheck
     configurable: dict[str, Any]
     release_policy: ReleasePolicy = field(default_factory=ReleasePolicy)
@@ -98,18 +96,32 @@ class Service:
     runner: GraphRunner | None = None  # one-call runs (OpenAI chat, MCP tools), on the same engine
     lifespans: list[Callable[[], Any]] = field(default_factory=list)  # async contexts the app's lifespan enters
     _ready_cache: tuple[float, str | None] | None = None
+    _tidied_at: float = 0.0
     index_description: dict | None = None
+
+    @property
+    def conversations(self):
+        return self.state.conversations
+
+    @property
+    def checkpointer(self):
+        return self.state.checkpointer
 
     def resolve(self, url: str, source: str = "") -> str:
         return resolve_asset_url(url, source, self.settings.image_base_url)
 
+    async def with_state(self, function, *args):
+        """Call `function` (registry work) directly, or, for state that lives on another server
+        (Redis), in a worker thread: a slow round trip must not hold every other request."""
+        if self.state.shared:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
+
     # -- turns ---------------------------------------------------------------------------
-    def reserve_turn(self, conversation: Conversation) -> None:
-        """Mark a turn as running before it starts, so readers wait for it and follow-ups get 409."""
-        conversation.turn_started_at_id = conversation.last_id
-        conversation.last_listened = time.monotonic()  # the abandonment clock starts now
-        conversation.cancel_reason = None
-        conversation.reserved = True
+    def reserve_turn(self, conversation: Conversation) -> bool:
+        """Mark a turn as running before it starts, so readers wait for it and follow-ups get 409.
+        False when the conversation is still answering."""
+        return conversation.reserve()
 
     async def begin_turn(self, conversation: Conversation, question: str) -> None:
         self.start_turn(conversation, question)  # (async: background tasks that are not run in a thread)
@@ -129,16 +141,40 @@ class Service:
 
     async def _run(self, conversation: Conversation, graph_input: dict, config: dict) -> None:
         """One turn, on the engine's thread (see engine.py)."""
+        record = outcome = None
         try:
-            await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve)
+            record = self._start_record(conversation.id, graph_input["question"])
+            outcome = await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve)
         finally:
-            self.checkpointer.trim_thread(conversation.id)
-            if conversation.evicted:
-                self.checkpointer.delete_thread(conversation.id)
-            conversation.turn_active = False
-            conversation.wake()  # readers waiting for the end of the turn
+            try:
+                self.checkpointer.trim_thread(conversation.id)
+                if conversation.evicted:
+                    self.checkpointer.delete_thread(conversation.id)
+            except Exception:  # the answer is out; a checkpoint store that is down is reported elsewhere
+                log.exception("could not tidy the checkpoints of conversation %s", conversation.id)
+            conversation.turn_ended()  # readers waiting for the end of the turn
+            self._finish_record(record, outcome, conversation.cancel_reason)
             if self.release_policy.turn_finished():  # never idle: release every so many turns
                 release_memory()
+
+    def _start_record(self, conversation_id: str, question: str):
+        try:
+            return self.state.turns.start(conversation_id, question)
+        except Exception:  # the reader still gets the answer; the record is what is lost
+            log.exception("could not record the turn of conversation %s", conversation_id)
+            return None
+
+    def _finish_record(self, record, outcome, cancel_reason: str | None) -> None:
+        if record is None:
+            return
+        try:
+            if outcome is None:
+                record = record.finish("error", error=cancel_reason or "the answer was cancelled")
+            else:
+                record = record.finish(outcome.status, outcome.final, outcome.error)
+            self.state.turns.finish(record)
+        except Exception:
+            log.exception("could not store the turn of conversation %s", record.conversation_id)
 
     # -- housekeeping -----------------------------------------------------------------------
     def sweep(self) -> None:
@@ -148,21 +184,29 @@ class Service:
             if not conversation.running or conversation.unheard_for(now) <= limit:
                 continue
             if not conversation.turn_active:  # accepted, but never started
-                conversation.reserved = False
                 conversation.append("error", {"message": "the answer could not be started"})
+                conversation.turn_ended()
                 continue
             conversation.cancel_turn(f"the answer was cancelled: nobody listened for {limit:g} s")
         self.conversations.evict_expired(now)
+        if now - self._tidied_at >= HOUSEKEEPING_SECONDS:
+            self._tidied_at = now
+            self.state.tidy()
         if self.release_policy.idle_due(self.conversations.running_count(), now):
             release_memory()
 
     async def janitor(self) -> None:
         interval = max(0.05, min(1.0, self.settings.abandon_after_seconds / 4,
                                  self.settings.event_log_ttl_seconds / 4))
+        complained = 0.0
         while True:
             await asyncio.sleep(interval)
             try:
-                self.sweep()
+                await self.with_state(self.sweep)
+            except StateUnavailable as exc:  # it tries again next round; say so now and then
+                if time.monotonic() - complained > 30:
+                    complained = time.monotonic()
+                    log.warning("janitor: %s", exc)
             except Exception:  # housekeeping must never stop
                 log.exception("janitor sweep failed")
 
@@ -170,6 +214,7 @@ class Service:
         for conversation in self.conversations:
             conversation.cancel_turn("the service is shutting down")
         await self.engine.stop()  # lets the cancelled turns write their error events first
+        self.state.close()
         if self.resources is not None and hasattr(self.resources, "close"):
             self.resources.close()
 
@@ -177,8 +222,11 @@ class Service:
         now = time.monotonic()
         if self._ready_cache and now - self._ready_cache[0] < READINESS_CACHE_SECONDS:
             return self._ready_cache[1]
+        def check() -> str | None:
+            return self.state.ready() or self.readiness()
+
         try:
-            reason = await asyncio.wait_for(asyncio.to_thread(self.readiness), READINESS_TIMEOUT)
+            reason = await asyncio.wait_for(asyncio.to_thread(check), READINESS_TIMEOUT)
             if reason is None and self.describe_index is not None:
                 self.index_description = await asyncio.wait_for(asyncio.to_thread(self.describe_index),
                                                                   READINESS_TIMEOUT)
@@ -193,18 +241,15 @@ async def follow(service: Service, conversation: Conversation, cursor: int):
     conversation.listener_joined()
     try:
         yield RETRY_FRAME
-        while not conversation.evicted:
-            changed = conversation.changed()
-            events = conversation.events_after(cursor)
-            if events:  # everything that arrived since the last wake goes out in one write
-                yield b"".join(frame for _, frame in events)
-                cursor = events[-1][0]
-            if not conversation.running and cursor >= conversation.last_id:
-                return
-            await changed.wait()
+        async for frames in conversation.stream(cursor):
+            yield frames
     finally:
         conversation.listener_left()
-        service.conversations.touch(conversation) if not conversation.evicted else None
+        if not conversation.evicted:
+            try:
+                await service.with_state(service.conversations.touch, conversation)
+            except StateUnavailable:
+                pass  # the reader is gone anyway; the log's time to live is renewed by the next one
 
 
 def create_app(settings: Settings | None = None, graph_factory: GraphFactory | None = None, *,
@@ -218,13 +263,8 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     served under /docs-assets/ for screenshots and source links.
     """
     settings = settings or get_settings()
-    checkpointer = BoundedMemorySaver(max_threads=max(16, settings.max_conversations * 2))
-    conversations = ConversationRegistry(
-        max_conversations=settings.max_conversations,
-        ttl_seconds=settings.event_log_ttl_seconds,
-        max_events=settings.max_events_per_conversation,
-        on_evict=checkpointer.delete_thread,
-    )
+    state = open_state(settings)
+    conversations = state.conversations
     resources = None
     configurable = dict(configurable or {})
     retrieval_graph = None  # a stand-in graph (tests) serves searches with its own final state
@@ -238,19 +278,18 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
             configurable["resources"] = resources
     else:
         resources = configurable.get("resources")
-    graph = graph_factory(checkpointer=checkpointer)
+    graph = graph_factory(checkpointer=state.checkpointer)
     service = Service(
         settings=settings,
         graph=graph,
-        checkpointer=checkpointer,
-        conversations=conversations,
+        state=state,
         readiness=readiness or store_readiness(settings, resources),
         configurable=configurable,
         resources=resources,
         describe_index=None if readiness else index_calibration(settings, resources),
     )
     service.runner = GraphRunner(graph=graph, retrieval_graph=retrieval_graph or graph, configurable=configurable,
-                                 engine=service.engine, checkpointer=checkpointer)
+                                 engine=service.engine, checkpointer=state.checkpointer)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -273,6 +312,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     app = FastAPI(title="fieldguide", summary="Answers from the product's own documentation.", lifespan=lifespan)
     app.state.service = service
 
+    @app.exception_handler(StateUnavailable)
+    async def state_unavailable(request: Request, exc: StateUnavailable) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "2"})
+
     @app.post("/conversations", status_code=202)
     async def start_conversation(body: QuestionIn, background: BackgroundTasks) -> JSONResponse:
         question = body.question.strip()
@@ -281,22 +324,26 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         if len(question) > settings.max_question_chars:
             raise invalid("question", f"the question is longer than {settings.max_question_chars} characters",
                           f"{len(question)} characters")
-        if body.conversation_id is not None:
-            conversation = conversations.get(body.conversation_id)
-            if conversation is None:
-                return JSONResponse({"detail": "unknown conversation (it may have expired)"}, status_code=404)
-            if conversation.running:
-                return JSONResponse({"detail": "this conversation is still answering its previous question"},
-                                    status_code=409)
-            conversations.touch(conversation)
-            stream_url = f"/conversations/{conversation.id}/stream?after={conversation.last_id}"
-        else:
+        def admit() -> tuple[Conversation | None, str | JSONResponse]:
+            if body.conversation_id is not None:
+                conversation = conversations.get(body.conversation_id)
+                if conversation is None:
+                    return None, JSONResponse({"detail": "unknown conversation (it may have expired)"}, status_code=404)
+                if not service.reserve_turn(conversation):
+                    return None, JSONResponse({"detail": "this conversation is still answering its previous question"},
+                                              status_code=409)
+                conversations.touch(conversation)
+                return conversation, f"/conversations/{conversation.id}/stream?after={conversation.turn_started_at_id}"
             try:
                 conversation = conversations.create()
             except ConversationLimitReached as exc:
-                return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
-            stream_url = f"/conversations/{conversation.id}/stream"
-        service.reserve_turn(conversation)
+                return None, JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
+            service.reserve_turn(conversation)
+            return conversation, f"/conversations/{conversation.id}/stream"
+
+        conversation, stream_url = await service.with_state(admit)
+        if conversation is None:
+            return stream_url
         # Started once the 202 is on the wire: a run's first steps cost CPU the reply need not wait for.
         background.add_task(service.begin_turn, conversation, question)
         return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202,
@@ -305,7 +352,7 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     @app.get("/conversations/{conversation_id}/stream")
     async def stream_conversation(conversation_id: str, after: int = 0,
                                   last_event_id: str | None = Header(None)):
-        conversation = conversations.get(conversation_id)
+        conversation = await service.with_state(conversations.get, conversation_id)
         if conversation is None:
             return JSONResponse({"detail": "unknown conversation"}, status_code=404)
         cursor = after

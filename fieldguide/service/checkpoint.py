@@ -95,3 +95,19 @@ class BoundedMemorySaver(InMemorySaver):
 
     def thread_count(self) -> int:
         return len(self._recent)
+
+    # -- the interface every state backend's checkpointer offers (see fieldguide.service.state)
+    def sweep(self, older_than_seconds: float, keep: set[str]) -> int:
+        """Nothing to do: `max_threads` already bounds the threads nobody evicts."""
+        return 0
+
+    def thread_ids(self) -> set[str]:
+        with self._lock:
+            return set(self.storage)
+
+    def checkpoint_count(self, thread_id: str) -> int:
+        with self._lock:
+            return sum(len(checkpoints) for checkpoints in self.storage.get(thread_id, {}).values())
+
+    def close(self) -> None:
+        pass

@@ -8,6 +8,11 @@ its pauses. A reader that reconnects with `Last-Event-ID` gets exactly the
 events after that id. Logs are bounded: at most `max_events` per conversation (oldest
 dropped), conversations idle longer than the time to live are evicted, and at most
 `max_conversations` are kept (least recently active, finished ones first).
+
+A `journal` (see `fieldguide.service.state`) makes the logs durable: readers see an event
+only once the journal has committed it (`durable_id`), so whatever a reader was sent survives
+a restart, and the registry is filled from it again when the service starts. Without one the
+logs live in memory only.
 """
 from __future__ import annotations
 
@@ -26,12 +31,42 @@ def sse_frame(event_id: int, name: str, data_json: str) -> bytes:
     return f"id: {event_id}\r\nevent: {name}\r\ndata: {data_json}\r\n\r\n".encode()
 
 
+INTERRUPTED_MESSAGE = ("The service restarted while this answer was being written, so it stopped here. "
+                       "Please ask again.")
+TURN_ENDS = ("done", "error")  # a turn's last event is one of these
+
+
 def new_conversation_id() -> str:
     return secrets.token_hex(16)
 
 
+class TurnSide:
+    """This process's own side of a conversation, whatever holds its log: the task running its
+    turn (if it runs here) and the readers attached here."""
+
+    task: Any
+    turn_active: bool
+    cancel_reason: str | None
+    listeners: int
+    last_listened: float
+
+    def cancel_turn(self, reason: str) -> None:
+        """Cancel the running turn, if it runs here; its `error` event gives `reason`."""
+        if self.turn_active and self.task is not None:
+            self.cancel_reason = reason
+            self.task.cancel()
+
+    def listener_joined(self) -> None:
+        self.listeners += 1
+        self.last_listened = time.monotonic()
+
+    def listener_left(self) -> None:
+        self.listeners -= 1
+        self.last_listened = time.monotonic()
+
+
 @dataclass(eq=False)
-class Conversation:
+class Conversation(TurnSide):
     id: str
     max_events: int
     events: deque = field(default_factory=deque)
@@ -51,23 +86,75 @@ class Conversation:
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _wake_pending: bool = False
+    journal: Any = None  # durable copy of the log (None: memory only)
+    durable_id: int = 0  # readers see the events up to this one (all of them without a journal)
 
     @property
     def running(self) -> bool:
         return self.reserved or self.turn_active
 
+    def reserve(self) -> bool:
+        """Mark a turn as running before it starts, so readers wait for it and follow-ups get 409.
+        False when a turn is running already."""
+        if self.running:
+            return False
+        self.turn_started_at_id = self.last_id
+        self.last_listened = time.monotonic()  # the abandonment clock starts now
+        self.cancel_reason = None
+        self.reserved = True
+        if self.journal is not None:
+            self.journal.set_running(self.id, True)
+        return True
+
+    def turn_ended(self) -> None:
+        """The running turn wrote its last event (or never started): followers may finish."""
+        self.reserved = False
+        self.turn_active = False
+        if self.journal is not None and not self.evicted:
+            self.journal.set_running(self.id, False)
+            self.journal.trim(self.id, self.last_id - self.max_events)
+        self.wake()
+
     def append(self, name: str, data: dict[str, Any]) -> int:
-        """Add an event (from any thread) and wake the readers."""
+        """Add an event (from any thread) and wake the readers. With a journal the event is
+        stored before any reader can see it."""
         encoded = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         with self._lock:
-            self.last_id += 1
-            event_id = self.last_id
-            self.events.append((event_id, sse_frame(event_id, name, encoded)))
+            if self.evicted:
+                return self.last_id
+            event_id = self.last_id + 1
+            frame = sse_frame(event_id, name, encoded)
+            self.last_id = event_id
+            self.events.append((event_id, frame))
             while len(self.events) > self.max_events:
                 self.events.popleft()
             self.last_activity = time.monotonic()
+            if self.journal is not None:  # visible once committed (`committed`, from the journal's thread)
+                self.journal.append(self.id, event_id, frame, self.committed, ends_turn=name in TURN_ENDS)
+                return event_id
+            self.durable_id = event_id
         self.wake()
         return event_id
+
+    def committed(self, event_id: int) -> None:
+        """The journal has committed the events up to `event_id`: readers may have them."""
+        with self._lock:
+            if event_id <= self.durable_id:
+                return
+            self.durable_id = event_id
+        self.wake()
+
+    async def stream(self, cursor: int):
+        """SSE frames after `cursor`, then new ones as they come, until the turn ends."""
+        while not self.evicted:
+            changed = self.changed()
+            events = self.events_after(cursor)
+            if events:  # everything that arrived since the last wake goes out in one write
+                yield b"".join(frame for _, frame in events)
+                cursor = events[-1][0]
+            if not self.running and cursor >= self.last_id:
+                return
+            await changed.wait()
 
     def wake(self) -> None:
         """Wake the readers; from another thread, once per batch of appends."""
@@ -93,19 +180,14 @@ class Conversation:
         return self._changed
 
     def events_after(self, event_id: int) -> list[tuple[int, bytes]]:
-        """(id, SSE frame) of every kept event after `event_id`."""
+        """(id, SSE frame) of every kept (and committed) event after `event_id`."""
         with self._lock:
-            if not self.events or event_id >= self.last_id:
+            if not self.events or event_id >= self.durable_id:
                 return []
             first = self.events[0][0]
             start = max(0, event_id + 1 - first)
-            return [self.events[i] for i in range(start, len(self.events))]
-
-    def cancel_turn(self, reason: str) -> None:
-        """Cancel the running turn, if any; its `error` event gives `reason`."""
-        if self.turn_active and self.task is not None:
-            self.cancel_reason = reason
-            self.task.cancel()
+            stop = len(self.events) - (self.last_id - self.durable_id)
+            return [self.events[i] for i in range(start, stop)]
 
     def close(self) -> None:
         """Drop the log for good; readers still attached notice and end."""
@@ -114,13 +196,8 @@ class Conversation:
             self.events.clear()
         self.wake()
 
-    def listener_joined(self) -> None:
-        self.listeners += 1
-        self.last_listened = time.monotonic()
-
     def listener_left(self) -> None:
-        self.listeners -= 1
-        self.last_listened = time.monotonic()
+        super().listener_left()
         self.last_activity = self.last_listened
 
     def unheard_for(self, now: float) -> float:
@@ -133,13 +210,47 @@ class ConversationLimitReached(Exception):
 
 
 class ConversationRegistry:
+    """The conversations of one process, in memory, optionally backed by a durable journal."""
+
     def __init__(self, *, max_conversations: int, ttl_seconds: float, max_events: int,
-                 on_evict: Callable[[str], None] | None = None) -> None:
+                 on_evict: Callable[[str], None] | None = None, journal=None) -> None:
         self.max_conversations = max_conversations
         self.ttl_seconds = ttl_seconds
         self.max_events = max_events
         self.on_evict = on_evict
+        self.journal = journal
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
+        if journal is not None:
+            self._restore()
+
+    def _restore(self) -> None:
+        """Fill the registry from the journal (least recently active first), dropping what
+        expired while the service was down and ending turns a restart interrupted."""
+        wall, now = time.time(), time.monotonic()
+        for stored in self.journal.load(max_events=self.max_events):
+            idle = max(0.0, wall - stored.last_activity)
+            if idle > self.ttl_seconds and not stored.running:
+                self._forget(stored.id)
+                continue
+            conversation = Conversation(id=stored.id, max_events=self.max_events, loop=_running_loop(),
+                                        events=deque(stored.events), last_id=stored.last_id,
+                                        durable_id=stored.last_id,
+                                        turn_started_at_id=stored.last_id,
+                                        last_activity=now - idle, last_listened=now - idle,
+                                        journal=self.journal)
+            self._conversations[conversation.id] = conversation
+            if stored.running:
+                if not stored.ended:  # the turn's last event never came: say why, once
+                    conversation.append("error", {"message": INTERRUPTED_MESSAGE, "interrupted": True})
+                conversation.turn_ended()
+        while len(self._conversations) > self.max_conversations:
+            self.evict(next(iter(self._conversations)))
+
+    def _forget(self, conversation_id: str) -> None:
+        if self.journal is not None:
+            self.journal.delete(conversation_id)
+        if self.on_evict is not None:
+            self.on_evict(conversation_id)
 
     def __len__(self) -> int:
         return len(self._conversations)
@@ -152,7 +263,10 @@ class ConversationRegistry:
 
     def touch(self, conversation: Conversation) -> None:
         conversation.last_activity = time.monotonic()
-        self._conversations.move_to_end(conversation.id)
+        if conversation.id in self._conversations:
+            self._conversations.move_to_end(conversation.id)
+        if self.journal is not None and not conversation.evicted:
+            self.journal.touch(conversation.id)
 
     def create(self) -> Conversation:
         self.evict_expired()
@@ -162,7 +276,10 @@ class ConversationRegistry:
                 raise ConversationLimitReached(
                     f"{self.max_conversations} conversations are running; try again shortly")
             self.evict(victim.id)
-        conversation = Conversation(id=new_conversation_id(), max_events=self.max_events, loop=_running_loop())
+        conversation = Conversation(id=new_conversation_id(), max_events=self.max_events, loop=_running_loop(),
+                                    journal=self.journal)
+        if self.journal is not None:
+            self.journal.create(conversation.id)
         self._conversations[conversation.id] = conversation
         return conversation
 
@@ -172,8 +289,7 @@ class ConversationRegistry:
             return
         conversation.cancel_turn("the conversation was evicted")
         conversation.close()
-        if self.on_evict is not None:
-            self.on_evict(conversation_id)
+        self._forget(conversation_id)
 
     def evict_expired(self, now: float | None = None) -> int:
         now = time.monotonic() if now is None else now

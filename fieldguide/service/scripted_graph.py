@@ -9,6 +9,7 @@ follow-ups be tested without the real pipeline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import operator
 import re
 import time
@@ -114,14 +115,18 @@ class ScriptedOutput(TypedDict):
 
 
 def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, context: list[dict] | None = None,
-                         token_delay: float = 0.0, fail_with: BaseException | None = None, fail_if: str = ""):
+                         token_delay: float = 0.0, fail_with: BaseException | None = None, fail_if: str = "",
+                         one_at_a_time: bool = False):
     """Compile the scripted graph.
 
-    `answer` may contain `{question}` (so concurrent conversations can be told apart);
+    `answer` may contain `{question}` (so concurrent conversations can be told apart) and
+    `{turn}` (how many questions the conversation has had, as its checkpoints remember);
     `fail_with` is raised by the generate node for questions containing `fail_if` (all
-    questions when it is empty), to exercise fault handling.
+    questions when it is empty), to exercise fault handling. `one_at_a_time` lets one answer
+    be generated at a time (one model per process, as a local llama.cpp model is).
     """
     blocks = DEFAULT_CONTEXT if context is None else context
+    generating: list[asyncio.Lock] = []  # made on first use, inside the loop that runs the turns
 
     def route(state: ScriptedState) -> dict:
         intent = "screen" if re.search(r"\b(field|screen|button|form)\b", state["question"], re.I) else "conceptual"
@@ -135,12 +140,16 @@ def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, con
         started = time.perf_counter()
         if fail_with is not None and fail_if in state["question"]:
             raise fail_with
-        chat = ScriptedChatModel(answer=answer.replace("{question}", state["question"]), delay=token_delay)
+        text = answer.replace("{question}", state["question"]).replace("{turn}", str(len(state.get("questions", []))))
+        chat = ScriptedChatModel(answer=text, delay=token_delay)
         pieces = []
-        async for chunk in chat.astream([HumanMessage(content=state["question"])], config):
-            pieces.append(chunk.content)
-            if chunk.content:  # as the real generate node does (nodes/generate.py)
-                writer({"token": chunk.content})
+        if one_at_a_time and not generating:
+            generating.append(asyncio.Lock())
+        async with generating[0] if one_at_a_time else contextlib.nullcontext():
+            async for chunk in chat.astream([HumanMessage(content=state["question"])], config):
+                pieces.append(chunk.content)
+                if chunk.content:  # as the real generate node does (nodes/generate.py)
+                    writer({"token": chunk.content})
         timings = {**state.get("timings_ms", {}), "generate": round((time.perf_counter() - started) * 1000, 3)}
         return {"answer": "".join(pieces), "timings_ms": timings}
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from fieldguide.errors import FieldguideError
 from fieldguide.service.conversations import Conversation
+from fieldguide.service.failures import reader_message
 
 log = logging.getLogger("fieldguide.service")
 
@@ -38,15 +40,22 @@ def source_entry(block: dict[str, Any], resolve_image) -> dict[str, Any]:
     return entry
 
 
-def failure_message(exc: BaseException) -> str:
-    if isinstance(exc, FieldguideError):
-        return str(exc)
-    text = str(exc).strip()
-    return f"the pipeline failed: {type(exc).__name__}" + (f": {text}" if text else "")
+@dataclass
+class TurnOutcome:
+    """How a turn ended: `done` with its final state, or `error` with the message sent."""
+
+    status: str
+    final: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+def failure_message(exc: BaseException, conversation_id: str = "") -> str:
+    """A plain sentence for the reader (see failures.py); the details go to the log."""
+    return reader_message(exc, conversation_id)
 
 
 async def run_turn(conversation: Conversation, graph, graph_input: dict, config: dict, *,
-                   resolve_image) -> None:
+                   resolve_image) -> TurnOutcome:
     """Stream one turn into `conversation`'s log; ends with exactly one `done` or `error`."""
     started = time.perf_counter()
     final: dict[str, Any] = {}
@@ -91,10 +100,14 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             "abstain": bool(final.get("abstain", False)),
             "timings_ms": timings,
         })
+        return TurnOutcome("done", {**final, "timings_ms": timings})
     except asyncio.CancelledError:
         conversation.append("error", {"message": conversation.cancel_reason or "the answer was cancelled"})
         raise
     except Exception as exc:  # any failure becomes an event; the server carries on
-        if not isinstance(exc, FieldguideError):
-            log.exception("conversation %s failed", conversation.id)
-        conversation.append("error", {"message": failure_message(exc)})
+        message = failure_message(exc, conversation.id)
+        try:
+            conversation.append("error", {"message": message})
+        except FieldguideError:  # the log itself is out of reach (Redis down): its lease will end the turn
+            log.warning("conversation %s: could not write its error event", conversation.id)
+        return TurnOutcome("error", final, message)

@@ -1,10 +1,16 @@
 """Service test fixtures: the app on a real uvicorn server on loopback, with a scripted graph."""
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
+import shutil
 import socket
+import subprocess
+import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -44,9 +50,17 @@ def serve(app, port: int | None = None):
         thread.join(timeout=20)
 
 
+def fresh_sqlite_url() -> str:
+    """The default backend (a SQLite file) in a throw-away folder of its own (removed at exit)."""
+    folder = tempfile.mkdtemp(prefix="fieldguide-state-")
+    atexit.register(shutil.rmtree, folder, True)
+    return f"sqlite:///{folder}/conversations.sqlite"
+
+
 def make_settings(**overrides) -> Settings:
     values = {"heartbeat_seconds": 15.0, "abandon_after_seconds": 30.0, "docs_dir": SAMPLE_DOCS}
     values.update(overrides)
+    values.setdefault("state_url", fresh_sqlite_url())
     return Settings(**values)
 
 
@@ -82,3 +96,69 @@ def fast_server():
 def client():
     with httpx.Client(timeout=30) as http:
         yield http
+
+
+def _needs(what: str, error: Exception):
+    message = f"{what} is not available ({error}); scripts/setup.sh --test installs it"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """Debian's redis-server on a free loopback port for the whole run (fail under CI, else skip)."""
+    from fieldguide.service.state.local_servers import LocalRedis
+
+    try:
+        server = LocalRedis().start()
+    except (FileNotFoundError, RuntimeError) as exc:
+        _needs("redis-server", exc)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """Debian's Postgres, a cluster of its own on a free loopback port (fail under CI, else skip)."""
+    from fieldguide.service.state.local_servers import LocalPostgres
+
+    try:
+        server = LocalPostgres().start()
+    except (FileNotFoundError, RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        _needs("Postgres", exc)
+    yield server
+    server.close()
+
+
+def fresh_database(postgres_server) -> str:
+    """A new, empty Postgres database on the test server; its URL."""
+    import psycopg
+
+    name = "fg_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres_server.url.rsplit("/", 1)[0] + "/" + name
+
+
+def fresh_redis(redis_server, db: int = 0) -> str:
+    """The test Redis emptied; its URL."""
+    import redis
+
+    url = redis_server.url.rsplit("/", 1)[0] + f"/{db}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    client.close()
+    return url
+
+
+@pytest.fixture(params=["sqlite", "memory", "redis"])
+def backend(request):
+    """Settings for each state backend in turn: {"state_url", "checkpoint_url"}."""
+    if request.param == "sqlite":
+        return {"state_url": fresh_sqlite_url()}
+    if request.param == "memory":
+        return {"state_url": "memory://"}
+    redis_server = request.getfixturevalue("redis_server")
+    postgres_server = request.getfixturevalue("postgres_server")
+    return {"state_url": fresh_redis(redis_server), "checkpoint_url": fresh_database(postgres_server)}

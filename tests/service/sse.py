@@ -60,3 +60,15 @@ async def aiter_sse(response):
         event = parser.feed(line)
         if event is not None:
             yield event
+
+
+def read_events(client, url, headers=None, stop_after=None):
+    """Every event of a stream (an httpx Client), or the first `stop_after` (then it hangs up)."""
+    events = []
+    with client.stream("GET", url, headers=headers or {}) as response:
+        assert response.status_code == 200, response.read()
+        for event in iter_sse(response):
+            events.append(event)
+            if stop_after is not None and len(events) >= stop_after:
+                break
+    return events

@@ -126,7 +126,7 @@ def test_model_failure_is_an_error_event_and_the_server_stays_up(server_for, cli
     started = ask(client, base, question="please explode")
     events = read_stream(client, base, started["stream_url"])
     assert events[-1].event == "error"
-    assert events[-1].json == {"message": "the chat model could not be loaded"}
+    assert events[-1].json == {"message": "The answer model is not available right now. Please try again in a moment."}
     assert "done" not in [e.event for e in events]
     assert client.get(base + "/healthz").status_code == 200
     after = read_stream(client, base, ask(client, base, question="a calm question")["stream_url"])
@@ -141,12 +141,25 @@ def test_unexpected_exception_names_its_type(server_for, client):
     assert "ZeroDivisionError" in events[-1].json["message"]
 
 
-def test_store_failure_is_an_error_event_with_its_message(server_for, client):
-    message = "Cannot reach Weaviate at http://127.0.0.1:9 (gRPC port 9): connection refused."
+def test_store_failure_tells_the_reader_in_plain_words_and_the_log_the_details(server_for, client, caplog):
+    detail = "Cannot reach Weaviate at http://127.0.0.1:9 (gRPC port 9): connection refused."
     base = server_for(make_app(lambda checkpointer=None: build_scripted_graph(
-        checkpointer, fail_with=StoreUnavailable(message))))
+        checkpointer, fail_with=StoreUnavailable(detail))))
+    with caplog.at_level("WARNING", logger="fieldguide.service"):
+        events = read_stream(client, base, ask(client, base)["stream_url"])
+    message = events[-1].json["message"]
+    assert events[-1].event == "error" and "not reachable right now" in message and "try again" in message
+    assert "127.0.0.1" not in message and "gRPC" not in message
+    assert detail in caplog.text
+
+
+def test_a_raw_grpc_failure_is_not_shown_to_the_reader(server_for, client):
+    from grpc import RpcError
+
+    base = server_for(make_app(lambda checkpointer=None: build_scripted_graph(
+        checkpointer, fail_with=RpcError("StatusCode.UNAVAILABLE ipv4:10.1.2.3:50051 connection refused"))))
     events = read_stream(client, base, ask(client, base)["stream_url"])
-    assert events[-1].event == "error" and events[-1].json["message"] == message
+    assert events[-1].event == "error" and "10.1.2.3" not in events[-1].json["message"]
 
 
 def test_healthz_and_readyz(server_for, client):
@@ -186,11 +199,11 @@ def test_heartbeats_are_comment_lines(server_for, client):
     assert comments and all(c.startswith("ping") for c in comments)
 
 
-def test_a_run_nobody_listens_to_is_cancelled(server_for, client):
+def test_a_run_nobody_listens_to_is_cancelled(server_for, client, backend):
     def factory(checkpointer=None):
         return build_scripted_graph(checkpointer, answer=" ".join(["word"] * 400), token_delay=0.05)
 
-    app = make_app(factory, abandon_after_seconds=0.3)
+    app = make_app(factory, abandon_after_seconds=0.3, **backend)
     base = server_for(app)
     started = ask(client, base)
     conversation = app.state.service.conversations.get(started["conversation_id"])
@@ -204,8 +217,9 @@ def test_a_run_nobody_listens_to_is_cancelled(server_for, client):
     assert len([e for e in events if e.event == "token"]) < 400  # it stopped early
 
 
-def test_follow_up_keeps_the_history_and_streams_only_the_new_turn(server_for, client):
-    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, answer="About {question} ok."))
+def test_follow_up_keeps_the_history_and_streams_only_the_new_turn(server_for, client, backend):
+    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, answer="About {question} ok."),
+                   **backend)
     base = server_for(app)
     first = ask(client, base, question="first question")
     events_1 = read_stream(client, base, first["stream_url"])
@@ -219,13 +233,13 @@ def test_follow_up_keeps_the_history_and_streams_only_the_new_turn(server_for, c
     state = service.graph.get_state({"configurable": {"thread_id": first["conversation_id"]}})
     assert state.values["questions"] == ["first question", "second question"]
     # only the newest checkpoint of the thread is kept between turns
-    assert len(service.checkpointer.storage[first["conversation_id"]][""]) == 1
+    assert service.checkpointer.checkpoint_count(first["conversation_id"]) == 1
 
 
-def test_follow_up_while_answering_is_409(server_for, client):
+def test_follow_up_while_answering_is_409(server_for, client, backend):
     factory = lambda checkpointer=None: build_scripted_graph(checkpointer, answer=" ".join(["w"] * 200),
                                                              token_delay=0.02)
-    base = server_for(make_app(factory))
+    base = server_for(make_app(factory, **backend))
     first = ask(client, base)
     response = client.post(base + "/conversations",
                            json={"question": "again", "conversation_id": first["conversation_id"]})
@@ -233,8 +247,8 @@ def test_follow_up_while_answering_is_409(server_for, client):
     assert read_stream(client, base, first["stream_url"])[-1].event == "done"
 
 
-def test_old_conversations_are_evicted_with_their_checkpoints(server_for, client):
-    app = make_app(max_conversations=3)
+def test_old_conversations_are_evicted_with_their_checkpoints(server_for, client, backend):
+    app = make_app(max_conversations=3, **backend)
     base = server_for(app)
     ids = []
     for n in range(5):
@@ -246,13 +260,12 @@ def test_old_conversations_are_evicted_with_their_checkpoints(server_for, client
     for kept in ids[2:]:
         assert client.get(base + f"/conversations/{kept}/stream").status_code == 200
     saver = app.state.service.checkpointer
-    assert set(saver.storage) == set(ids[2:])
-    assert not [key for key in saver.blobs if key[0] in ids[:2]]
-    assert not [key for key in saver.writes if key[0] in ids[:2]]
+    assert saver.thread_ids() == set(ids[2:])
+    assert all(saver.checkpoint_count(evicted) == 0 for evicted in ids[:2])
 
 
-def test_conversations_expire_after_their_time_to_live(server_for, client):
-    app = make_app(event_log_ttl_seconds=0.2)
+def test_conversations_expire_after_their_time_to_live(server_for, client, backend):
+    app = make_app(event_log_ttl_seconds=0.2, **backend)
     base = server_for(app)
     started = ask(client, base)
     read_stream(client, base, started["stream_url"])
@@ -261,11 +274,11 @@ def test_conversations_expire_after_their_time_to_live(server_for, client):
         assert time.monotonic() < deadline, "the conversation never expired"
         time.sleep(0.05)
     assert client.get(base + started["stream_url"]).status_code == 404
-    assert started["conversation_id"] not in app.state.service.checkpointer.storage
+    assert started["conversation_id"] not in app.state.service.checkpointer.thread_ids()
 
 
-def test_event_log_keeps_at_most_max_events(server_for, client):
-    base = server_for(make_app(max_events_per_conversation=10))
+def test_event_log_keeps_at_most_max_events(server_for, client, backend):
+    base = server_for(make_app(max_events_per_conversation=10, **backend))
     started = ask(client, base)
     read_stream(client, base, started["stream_url"])
     replay = read_stream(client, base, started["stream_url"])

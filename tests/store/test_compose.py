@@ -76,6 +76,86 @@ def test_dockerfile_installs_the_project_on_python_311():
     assert "fieldguide serve --host 0.0.0.0 --port 8000" in text
 
 
+# --- profile "cluster": three Weaviate nodes, Redis, Postgres, one ingest, two replicas, a proxy --------
+
+CLUSTER = ["weaviate-0", "weaviate-1", "weaviate-2", "redis", "postgres", "ingest", "app-1", "app-2", "proxy"]
+NODES = CLUSTER[:3]
+REPLICAS = ["app-1", "app-2"]
+
+
+def test_the_cluster_profile_holds_every_piece_and_only_it():
+    services = _compose()["services"]
+    assert [name for name in services if "cluster" in services[name].get("profiles", [])] == CLUSTER
+    assert "profiles" not in services["weaviate"] and "profiles" not in services["app"]  # the default stays as it was
+
+
+def test_the_weaviate_nodes_form_one_cluster_each_with_its_own_data():
+    compose = _compose()
+    services = compose["services"]
+    gossip = {}
+    for name in NODES:
+        node = services[name]
+        env = _env(node)
+        assert node["image"] == services["weaviate"]["image"]
+        assert env["CLUSTER_HOSTNAME"] == name  # Raft finds the nodes by these names
+        assert env["RAFT_JOIN"].split(",") == NODES and env["RAFT_BOOTSTRAP_EXPECT"] == str(len(NODES))
+        assert env["DEFAULT_VECTORIZER_MODULE"] == "none"
+        gossip[name] = env["CLUSTER_GOSSIP_BIND_PORT"]
+        (volume,) = node["volumes"]
+        source, target = volume.split(":")[:2]
+        assert target == env["PERSISTENCE_DATA_PATH"] and source in compose["volumes"]
+    joins = [_env(services[name]).get("CLUSTER_JOIN") for name in NODES]
+    assert joins[0] is None  # the seed
+    for join in joins[1:]:
+        host, port = join.split(":")
+        assert host in NODES and gossip[host] == port
+    assert len({services[name]["volumes"][0].split(":")[0] for name in NODES}) == len(NODES)
+
+
+def test_the_replicas_share_redis_postgres_and_every_node_and_never_ingest():
+    from fieldguide.settings import Settings
+
+    services = _compose()["services"]
+    postgres = _env(services["postgres"])
+    fields = set(Settings.model_fields)
+    for name in ["ingest", *REPLICAS]:
+        env = _env(services[name])
+        for key in env:  # every fieldguide setting named here exists
+            if key.startswith("FIELDGUIDE_"):
+                assert key[len("FIELDGUIDE_"):].lower() in fields, key
+        urls = env["FIELDGUIDE_WEAVIATE_URL"].split(",")
+        assert [u.split("//")[1].split(":")[0] for u in urls] == NODES
+        assert all(u.endswith(":8080") for u in urls) and env["FIELDGUIDE_WEAVIATE_GRPC_PORT"] == "50051"
+        assert 1 < int(env["FIELDGUIDE_REPLICATION_FACTOR"]) <= len(NODES)
+        assert env["FIELDGUIDE_STATE_URL"] == "redis://redis:6379/0"
+        checkpoints = env["FIELDGUIDE_CHECKPOINT_URL"]
+        assert checkpoints == (f"postgresql://{postgres['POSTGRES_USER']}:{postgres['POSTGRES_PASSWORD']}"
+                               f"@postgres:5432/{postgres['POSTGRES_DB']}")
+    for name in REPLICAS:
+        app = services[name]
+        command = app["command"]
+        assert command[:2] == ["fieldguide", "serve"] and "--docs" not in command  # serve never ingests
+        assert "FIELDGUIDE_DOCS_DIR" not in _env(app)
+        assert app["depends_on"]["ingest"]["condition"] == "service_completed_successfully"
+        assert {"redis", "postgres"} <= set(app["depends_on"])
+    assert services["ingest"]["command"][:2] == ["fieldguide", "ingest"]
+    assert set(services["ingest"]["depends_on"]) == set(NODES)
+
+
+def test_the_proxy_spreads_over_both_replicas_without_buffering_streams():
+    compose = _compose()
+    proxy = compose["services"]["proxy"]
+    (config,) = proxy["configs"]
+    text = compose["configs"][config["source"]]["content"]
+    upstream = [line.split()[1].rstrip(";") for line in text.splitlines()
+                if line.strip().startswith("server ") and line.strip().endswith(";")]
+    port = compose["services"]["app-1"]["command"][-1]
+    assert upstream == [f"{name}:{port}" for name in REPLICAS]
+    assert "proxy_buffering off;" in text and "proxy_read_timeout" in text
+    assert set(proxy["depends_on"]) == set(REPLICAS)
+    assert [p.split(":")[-1] for p in proxy["ports"]] == ["80"] and "listen 80;" in text
+
+
 def test_dockerfile_builds_the_chat_page_libraries_in_a_node_stage():
     import json
 

@@ -1,0 +1,117 @@
+"""Conversation state behind one setting, `FIELDGUIDE_STATE_URL`: a backend per URL scheme.
+
+Each backend holds the same three things, bounded the same way (time to live and
+`max_events_per_conversation` per log, `max_conversations` kept, the newest checkpoint per
+thread):
+
+* the event logs the stream endpoint replays (`conversations`: a registry of conversations);
+* the LangGraph checkpointer that carries a conversation's history into its follow-ups;
+* the turns (question, answer, citations, ...) and their feedback (`turns`: a `TurnStore`).
+
+The backends:
+
+* `sqlite:///PATH`, the default (`<data_dir>/state/conversations-<collection>.sqlite`): the logs
+  in memory, written through to the file; LangGraph's `SqliteSaver` and the turns in the same file;
+* `redis://HOST:PORT/DB`, for several replicas: the logs as Redis Streams, the turns in Redis,
+  LangGraph's `PostgresSaver` at `FIELDGUIDE_CHECKPOINT_URL`;
+* `memory://`: everything in memory (a bounded `InMemorySaver`); nothing survives a restart.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from fieldguide.errors import FieldguideError
+from fieldguide.service.state.records import FeedbackRecord, MemoryTurnStore, TurnRecord, TurnStore
+
+__all__ = ["ServiceState", "open_state", "state_url", "TurnRecord", "FeedbackRecord", "TurnStore"]
+
+
+@dataclass
+class ServiceState:
+    url: str
+    conversations: Any  # ConversationRegistry or RedisConversationRegistry
+    checkpointer: Any  # a LangGraph saver with trim_thread, delete_thread, sweep
+    turns: TurnStore
+    probes: list[Callable[[], "str | None"]] = field(default_factory=list)  # each: None, or why not ready
+    closers: list[Callable[[], None]] = field(default_factory=list)
+    housekeeping: list[Callable[[], None]] = field(default_factory=list)  # run now and then by the janitor
+    shared: bool = False  # several processes see the same conversations
+
+    def ready(self) -> str | None:
+        for probe in self.probes:
+            reason = probe()
+            if reason:
+                return reason
+        return None
+
+    def tidy(self) -> None:
+        for job in self.housekeeping:
+            job()
+
+    def close(self) -> None:
+        for close in reversed(self.closers):
+            close()
+
+
+def state_url(settings) -> str:
+    """The configured state URL, or the default: a SQLite file under the data dir, one per
+    collection (so services of different collections on one machine each own theirs)."""
+    if settings.state_url:
+        return settings.state_url.strip()
+    name = re.sub(r"[^A-Za-z0-9_]", "_", settings.collection) or "default"
+    path = (settings.data_dir / "state" / f"conversations-{name}.sqlite").expanduser().resolve()
+    return f"sqlite:///{path}"
+
+
+def open_state(settings) -> ServiceState:
+    url = state_url(settings)
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "memory":
+        return _memory_state(settings, url)
+    if scheme == "sqlite":
+        return _sqlite_state(settings, url)
+    if scheme in ("redis", "rediss"):
+        from fieldguide.service.state.redis import open_redis_state
+
+        return open_redis_state(settings, url)
+    raise FieldguideError(f"FIELDGUIDE_STATE_URL={url!r}: use sqlite:///PATH, redis://HOST:PORT/DB or memory://")
+
+
+def _registry(settings, checkpointer, journal=None):
+    from fieldguide.service.conversations import ConversationRegistry
+
+    return ConversationRegistry(max_conversations=settings.max_conversations,
+                                ttl_seconds=settings.event_log_ttl_seconds,
+                                max_events=settings.max_events_per_conversation,
+                                on_evict=checkpointer.delete_thread, journal=journal)
+
+
+def _memory_state(settings, url: str) -> ServiceState:
+    from fieldguide.service.checkpoint import BoundedMemorySaver
+
+    checkpointer = BoundedMemorySaver(max_threads=max(16, settings.max_conversations * 2))
+    return ServiceState(url, _registry(settings, checkpointer), checkpointer, MemoryTurnStore())
+
+
+def _sqlite_state(settings, url: str) -> ServiceState:
+    from fieldguide.service.state.sqlite import SqliteCheckpointer, SqliteState, sqlite_path
+
+    path = sqlite_path(url)
+    store = SqliteState(path, turn_retention_days=settings.turn_retention_days)
+    try:
+        checkpointer = SqliteCheckpointer(path)
+        registry = _registry(settings, checkpointer, journal=store)
+    except BaseException:
+        store.close()
+        raise
+    store.expire_records()
+    ttl = settings.event_log_ttl_seconds
+
+    def forget_unowned_threads() -> None:  # LangServe's threads, and any a crash left behind
+        checkpointer.sweep(ttl, keep={c.id for c in registry})
+
+    return ServiceState(url, registry, checkpointer, store, probes=[store.ready],
+                        closers=[store.close, checkpointer.close],
+                        housekeeping=[forget_unowned_threads, store.expire_records])

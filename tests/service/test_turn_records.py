@@ -1,0 +1,76 @@
+"""Stored turns and feedback, the interface the docs loop builds on: the same on every backend."""
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from fieldguide.service.scripted_graph import build_scripted_graph
+from fieldguide.service.state import open_state
+from tests.service.conftest import make_app, make_settings, serve
+from tests.service.sse import iter_sse
+
+
+def read(client, base, url):
+    with client.stream("GET", base + url) as response:
+        return list(iter_sse(response))
+
+
+def test_each_turn_is_stored_from_its_final_state(backend):
+    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, answer="About {question}."), **backend)
+    turns = app.state.service.state.turns
+    began = time.time()
+    with serve(app) as base, httpx.Client(timeout=30) as client:
+        first = client.post(base + "/conversations", json={"question": "Which fields?"}).json()
+        read(client, base, first["stream_url"])
+        second = client.post(base + "/conversations",
+                             json={"question": "And the form?", "conversation_id": first["conversation_id"]}).json()
+        read(client, base, second["stream_url"])
+        cid = first["conversation_id"]
+        records = turns.turns(cid)
+        assert [(r.turn, r.question, r.status, r.answer) for r in records] == [
+            (1, "Which fields?", "done", "About Which fields?."), (2, "And the form?", "done", "About And the form?.")]
+        assert records[1].intent == "screen" and records[1].abstain is False
+        assert records[1].timings_ms["generate"] >= 0 and records[1].finished_at >= records[1].started_at >= began
+        assert [r.question for r in turns.turns_since(began)][-2:] == ["Which fields?", "And the form?"]
+        assert turns.turn(cid, 3) is None and turns.turns("no-such-conversation") == []
+
+        feedback = turns.add_feedback(cid, 2, "down", "it missed the Skipper field")
+        assert feedback.record.answer == "About And the form?." and feedback.rating == "down"
+        assert turns.add_feedback(cid, 7, "up") is None  # no such turn
+        with pytest.raises(ValueError):
+            turns.add_feedback(cid, 1, "meh")
+        stored = [f for f in turns.feedback_since(began) if f.conversation_id == cid]
+        assert [(f.turn, f.rating, f.comment) for f in stored] == [(2, "down", "it missed the Skipper field")]
+
+
+def test_a_failed_turn_is_stored_with_its_error(backend):
+    from fieldguide.errors import StoreUnavailable
+
+    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, fail_with=StoreUnavailable("x")),
+                   **backend)
+    with serve(app) as base, httpx.Client(timeout=30) as client:
+        started = client.post(base + "/conversations", json={"question": "q"}).json()
+        read(client, base, started["stream_url"])
+        (record,) = app.state.service.state.turns.turns(started["conversation_id"])
+        assert record.status == "error" and "not reachable" in record.error and record.answer is None
+
+
+def test_turns_survive_a_restart_and_an_interrupted_one_is_marked(tmp_path):
+    settings = make_settings(state_url=f"sqlite:///{tmp_path}/state.sqlite")
+    state = open_state(settings)
+    record = state.turns.start("c1", "cut off by the restart")
+    done = state.turns.start("c1", "second")
+    state.turns.finish(done.finish("done", {"answer": "yes", "citations": [{"n": 1, "chunk_id": "a"}]}))
+    state.turns.add_feedback("c1", 2, "up")
+    state.close()  # (a crash leaves the same: the running turn's record says "running")
+
+    again = open_state(settings)
+    try:
+        first, second = again.turns.turns("c1")
+        assert (first.turn, first.status) == (record.turn, "interrupted")
+        assert second.answer == "yes" and second.citations == [{"n": 1, "chunk_id": "a"}]
+        assert [f.rating for f in again.turns.feedback_since(0)] == ["up"]
+    finally:
+        again.close()
