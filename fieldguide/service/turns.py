@@ -55,7 +55,7 @@ def failure_message(exc: BaseException, conversation_id: str = "") -> str:
 
 
 async def run_turn(conversation: Conversation, graph, graph_input: dict, config: dict, *,
-                   resolve_image) -> TurnOutcome:
+                   resolve_image, turn_number: int | None = None) -> TurnOutcome:
     """Stream one turn into `conversation`'s log; ends with exactly one `done` or `error`."""
     started = time.perf_counter()
     final: dict[str, Any] = {}
@@ -94,12 +94,15 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             send_sources()
         timings = dict(final.get("timings_ms") or {})
         timings.setdefault("total", round((time.perf_counter() - started) * 1000, 3))
-        conversation.append("done", {
+        done = {
             "answer": final.get("answer", ""),
             "intent": final.get("intent"),
             "abstain": bool(final.get("abstain", False)),
             "timings_ms": timings,
-        })
+        }
+        if turn_number is not None:  # what POST /conversations/{id}/feedback calls this turn
+            done["turn"] = turn_number
+        conversation.append("done", done)
         return TurnOutcome("done", {**final, "timings_ms": timings})
     except asyncio.CancelledError:
         conversation.append("error", {"message": conversation.cancel_reason or "the answer was cancelled"})
