@@ -67,6 +67,10 @@ def run(args) -> int:
                         sys.stdout.flush()
                 else:
                     final = payload
+            if args.json:  # which index this answer came from (fieldguide.freshness)
+                from fieldguide.freshness import index_version
+
+                final["index_version"] = index_version(resources.store.file_records()) or None
         if not args.json:
             if not streamed:
                 sys.stdout.write(final.get("answer", ""))
@@ -90,6 +94,7 @@ def run(args) -> int:
             **{k: v for k, v in line.items() if k != "id"},
             "intent_confidence": final.get("intent_confidence"),
             "answer": final.get("answer", ""),
+            "index_version": final.get("index_version"),
             "nearest": final.get("nearest") or [],
             "timings_ms": timings,
         }
