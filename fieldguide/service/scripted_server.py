@@ -84,7 +84,9 @@ class ServiceProcess:
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60.0) -> "ServiceProcess":
+    # Importing the service takes 20-50 s on two cores shared with other heavy jobs: a start
+    # gives up only when it is clearly stuck.
+    def start(self, timeout: float = 180.0) -> "ServiceProcess":
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
             [sys.executable, "-m", "fieldguide.service.scripted_server", "--port", str(self.port), *self.args],

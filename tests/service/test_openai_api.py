@@ -143,4 +143,4 @@ def test_earlier_messages_are_the_conversation_the_real_graph_reads(server_for):
     assert "How do I export them?" in prompt[-1][1]
     assert response.model_extra["citations"][0]["source"] == "reports.md"
     # the run's thread is forgotten: nothing piles up in the checkpointer
-    assert not app.state.service.checkpointer.storage
+    assert not app.state.service.checkpointer.thread_ids()
