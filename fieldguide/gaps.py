@@ -296,7 +296,8 @@ class BroadSearch:
         return [{"source": s, "heading_path": list(h), "score": round(v, 4)} for (s, h), v in ranked]
 
 
-def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, noise: float) -> tuple[str, str, str, list[dict]]:
+def classify(turns: list[ProblemTurn], sections: list[dict], strong: float,
+             noise: float) -> tuple[str, str, str, list[dict]]:
     """(kind, reason, action, nearest) of one cluster."""
     disliked = [t for t in turns if t.answered and "disliked" in t.reasons]
     if len(disliked) * 2 > len(turns):
@@ -340,7 +341,8 @@ class GapReport:
         return {"clusters": [c.to_dict() for c in self.clusters],
                 "turns": self.summary.turns, "problem_turns": len(self.summary.problems),
                 "answered_without_sentence_checks": self.summary.unchecked,
-                "levels": {"strong": self.strong, "noise": self.noise, "cluster": self.cluster_threshold}, "seconds": self.seconds}
+                "levels": {"strong": self.strong, "noise": self.noise, "cluster": self.cluster_threshold},
+                "seconds": self.seconds}
 
 
 def build_report(summary: TurnSummary, embed, search: BroadSearch | None,

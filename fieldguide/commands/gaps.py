@@ -59,7 +59,7 @@ def run(args) -> int:
 
 
 def gap_report(settings, since: float, fmt: str, threshold: float | None, resources=None) -> str:
-    from fieldguide.gaps import RENDERERS, BroadSearch, build_report, problem_turns
+    from fieldguide.gaps import RENDERERS, problem_turns
     from fieldguide.service.state import open_turns
 
     turns = open_turns(settings)

@@ -31,7 +31,8 @@ def _section(block: dict) -> str:
 
 
 def _is_gold(block: dict, question: dict) -> bool:
-    return (bool(question.get("gold_file")) and docs_relative(block.get("source")) == docs_relative(question["gold_file"])
+    return (bool(question.get("gold_file"))
+            and docs_relative(block.get("source")) == docs_relative(question["gold_file"])
             and same_section(block.get("heading_path"), question.get("gold_heading_path")))
 
 
