@@ -46,7 +46,7 @@ def test_stream_carries_status_sources_tokens_and_done_in_order(fast_server, cli
     tokens = [e.json["text"] for e in events if e.event == "token"]
     assert tokens == split_tokens(DEFAULT_ANSWER)
     done = events[-1].json
-    assert set(done) == {"answer", "intent", "abstain", "timings_ms"}
+    assert set(done) == {"answer", "intent", "abstain", "timings_ms", "turn"}  # turn: what feedback names
     assert done["answer"] == "".join(tokens) == DEFAULT_ANSWER
     assert done["intent"] == "screen" and done["abstain"] is False
     assert "total" in done["timings_ms"]
