@@ -79,6 +79,8 @@ class ProblemTurn:
     citations: list[dict] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)
     at: float = 0.0
+    # the question's vector as stored with the turn: {"model": id, "vector": [...]}, or None
+    stored_vector: dict | None = None
 
 
 @dataclass
@@ -153,7 +155,33 @@ def _add(summary: TurnSummary, record: Any, key: tuple[str, int], vote) -> None:
         return
     summary.problems.append(ProblemTurn(key[0], key[1], question, asked, reasons, not abstained,
                                         list(_get(record, "citations") or []), comments,
-                                        float(_get(record, "started_at", 0.0) or 0.0)))
+                                        float(_get(record, "started_at", 0.0) or 0.0),
+                                        _stored_vector(_get(record, "question_vector"))))
+
+
+def _stored_vector(value) -> dict | None:
+    """A turn's stored question vector when well formed ({"model": str, "vector": numbers}), else
+    None: an old record without one, or a damaged one, is embedded again."""
+    if not isinstance(value, dict) or not isinstance(value.get("model"), str):
+        return None
+    vector = value.get("vector")
+    if not isinstance(vector, list) or not vector or not all(isinstance(x, (int, float)) for x in vector):
+        return None
+    return {"model": value["model"], "vector": [float(x) for x in vector]}
+
+
+def wording_vectors(problems, wordings: list[str], embed, model: str | None) -> tuple[list, int]:
+    """One vector per wording: the one stored with a turn of that wording when it was made by
+    `model`, else embedded here (all such wordings in one call). Returns (vectors, embedded count)."""
+    known: dict[str, list[float]] = {}
+    if model is not None:
+        for t in problems:
+            if t.stored_vector and t.stored_vector["model"] == model and t.question not in known:
+                known[t.question] = t.stored_vector["vector"]
+    missing = [w for w in wordings if w not in known]
+    if missing:
+        known.update(zip(missing, embed(missing)))
+    return [known[w] for w in wordings], len(missing)
 
 
 # --- clustering ---------------------------------------------------------------------------
@@ -336,17 +364,18 @@ class GapReport:
     strong: float | None = None
     noise: float | None = None
     cluster_threshold: float | None = None
+    embedded: int = 0  # wordings embedded here (the rest had a vector stored with their turn)
 
     def to_dict(self) -> dict:
         return {"clusters": [c.to_dict() for c in self.clusters],
                 "turns": self.summary.turns, "problem_turns": len(self.summary.problems),
                 "answered_without_sentence_checks": self.summary.unchecked,
                 "levels": {"strong": self.strong, "noise": self.noise, "cluster": self.cluster_threshold},
-                "seconds": self.seconds}
+                "seconds": self.seconds, "embedded_wordings": self.embedded}
 
 
 def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
-                 threshold: float | None = None) -> GapReport:
+                 threshold: float | None = None, model: str | None = None) -> GapReport:
     """Cluster and classify `summary`'s problem turns. `embed(texts) -> vectors`; `search` None
     when no cluster needs it (only disliked ones) or for a dry run (every search-needing cluster
     is then "missing" with no candidates)."""
@@ -357,7 +386,7 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
         threshold = probe_threshold(embed) if problems else 1.0
     counts = Counter(t.question for t in problems)
     wordings = [w for w, _ in counts.most_common()]
-    vectors = embed(wordings) if wordings else []
+    vectors, embedded = wording_vectors(problems, wordings, embed, model) if wordings else ([], 0)
     seconds["embed"] = round(time.perf_counter() - started, 3)
     started = time.perf_counter()
     groups = cluster_questions(vectors, threshold)
@@ -383,7 +412,7 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
     clusters.sort(key=lambda c: (-c.count, KINDS.index(c.kind)))
     seconds["search"] = round(time.perf_counter() - started, 3)
     return GapReport(clusters, summary, seconds, None if search is None else strong,
-                     None if search is None else noise, threshold)
+                     None if search is None else noise, threshold, embedded)
 
 
 # --- output -------------------------------------------------------------------------------

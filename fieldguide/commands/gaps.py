@@ -88,7 +88,10 @@ def report_for(summary, settings, threshold: float | None, resources=None):
     try:
         embeddings = resources.embeddings
         search = BroadSearch(resources)
-        return build_report(summary, embeddings.embed_documents, search, threshold)
+        from fieldguide.embedding import embedding_model_path
+
+        return build_report(summary, embeddings.embed_documents, search, threshold,
+                            embedding_model_path(settings))
     finally:
         if own:
             context.__exit__(None, None, None)

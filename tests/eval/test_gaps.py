@@ -134,3 +134,29 @@ def test_wordings_of_one_need_cluster_together(embeddings):
     report = build_report(summary, embeddings.embed_documents, None, threshold)
     groups = sorted(sorted(c.wordings) for c in report.clusters)
     assert groups == [sorted(questions[2:]), sorted(questions[:2])]
+
+
+def test_stored_question_vectors_are_used_only_for_their_model():
+    """A vector stored with the turn saves embedding its wording again, only when the same model made
+    it; old records (no vector) and damaged ones are embedded."""
+    turns = [
+        _turn("a", 1, "stored", abstain=True, question_vector={"model": "m1", "vector": [1.0, 0.0]}),
+        _turn("a", 2, "stored", abstain=True, question_vector={"model": "m1", "vector": [1.0, 0.0]}),
+        _turn("b", 1, "other model", abstain=True, question_vector={"model": "m0", "vector": [0.0, 1.0]}),
+        _turn("c", 1, "old record", abstain=True),
+        _turn("d", 1, "damaged", abstain=True, question_vector={"model": "m1", "vector": ["x"]}),
+    ]
+    summary = problem_turns(turns, [], since=0.0)
+    asked = []
+
+    def embed(texts):
+        asked.extend(texts)
+        return [[0.0, 1.0] for _ in texts]
+
+    report = build_report(summary, embed, None, threshold=0.9, model="m1")
+    assert sorted(asked) == ["damaged", "old record", "other model"]
+    assert report.embedded == 3 and report.to_dict()["embedded_wordings"] == 3
+    assert sum(c.count for c in report.clusters) == 5
+    asked.clear()
+    report = build_report(summary, embed, None, threshold=0.9, model=None)  # no model named: embed all
+    assert sorted(asked) == ["damaged", "old record", "other model", "stored"]
