@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ["chunks", "ingest", "retrieve", "ask", "mcp", "serve", "eval", "bench", "weaviate"]
+COMMANDS = ["chunks", "ingest", "retrieve", "ask", "mcp", "serve", "eval", "gaps", "bench", "weaviate"]
 
 
 def build_parser() -> argparse.ArgumentParser:

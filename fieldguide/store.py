@@ -414,6 +414,23 @@ class ChunkStore:
     def sources(self) -> set[str]:
         return {obj.properties["source"] for obj in self.chunks.iterator(return_properties=["source"])}
 
+    def texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """chunk_id -> text of those of `chunk_ids` that are stored (for answer freshness)."""
+        from weaviate.classes.query import Filter
+
+        found: dict[str, str] = {}
+        if not chunk_ids or not self.exists():
+            return found
+        ids = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(ids), 500):
+            batch = ids[start:start + 500]
+            response = self.chunks.query.fetch_objects(
+                filters=Filter.by_property("chunk_id").contains_any(batch), limit=len(batch) * 2,
+                return_properties=["chunk_id", "text"])
+            for obj in response.objects:
+                found[obj.properties["chunk_id"]] = obj.properties.get("text") or ""
+        return found
+
     # --- search primitives ----------------------------------------------------------------
     @on_a_node
     def near_vector(self, vector, k: int, content_kind: str | None = None) -> list[dict]:

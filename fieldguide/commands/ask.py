@@ -103,6 +103,10 @@ def run(args) -> int:
                         sys.stdout.flush()
                 else:
                     final = payload
+            if args.json:  # which index this answer came from (fieldguide.freshness)
+                from fieldguide.freshness import index_version
+
+                final["index_version"] = index_version(resources.store.file_records()) or None
         if not args.json:
             if not streamed:
                 sys.stdout.write(final.get("answer", ""))
@@ -131,6 +135,7 @@ def run(args) -> int:
             "answer": final.get("answer", ""),
             "citations": final.get("citations") or [],
             "sentences": final.get("sentences") or [],
+            "index_version": final.get("index_version"),
             "nearest": final.get("nearest") or [],
             "timings_ms": timings,
         }

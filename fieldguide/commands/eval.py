@@ -1,5 +1,6 @@
 """`fieldguide eval --docs DIR --questions Q.jsonl [--docs DIR2 --questions Q2.jsonl ...] [--collection NAME ...]
-[--out DIR] [--ablate] [--subset N] [--answers] [--conversations C.jsonl ...]`."""
+[--out DIR] [--ablate] [--subset N] [--answers] [--conversations C.jsonl ...]
+[--compare BASELINE_REPORT.json [--tolerance N]]`."""
 from __future__ import annotations
 
 import argparse
@@ -30,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conversations", type=Path, metavar="C.jsonl", action="append",
                         help='conversations to answer turn by turn ({"id", "turns": [...]}), one per --docs '
                              '(with several corpora, in their order); implies --answers')
+    parser.add_argument("--compare", type=Path, metavar="BASELINE_REPORT.json",
+                        help="after a docs change: re-run the questions (no baselines) and show which changed context, "
+                             "facts, citations or abstention, and which regressed, against this earlier report.json; "
+                             "exit 1 when more regressed than --tolerance")
+    parser.add_argument("--tolerance", type=int, default=0, metavar="N",
+                        help="questions allowed to regress before --compare fails (default 0)")
 
 
 def read_question_set(path: Path) -> list[dict]:
@@ -54,6 +61,21 @@ def run(args) -> int:
         print(f"fieldguide eval: {len(args.collection)} --collection for {len(args.docs)} --docs: give one per "
               "docs folder, or none", file=sys.stderr)
         return 2
+    baseline = None
+    if args.compare is not None:
+        from fieldguide.evaluation.compare import read_baseline
+
+        if len(args.docs) != 1:
+            print("fieldguide eval: --compare takes one --docs and one --questions", file=sys.stderr)
+            return 2
+        if args.tolerance < 0:
+            print("fieldguide eval: --tolerance must be 0 or more", file=sys.stderr)
+            return 2
+        try:
+            baseline = read_baseline(args.compare)
+        except ValueError as exc:
+            print(f"fieldguide eval: --compare: {exc}", file=sys.stderr)
+            return 2
     corpora = []
     for docs, questions_path in zip(args.docs, args.questions):
         if not docs.is_dir():
@@ -83,8 +105,10 @@ def run(args) -> int:
         conversation_sets.append(conversations)
 
     from fieldguide.errors import FieldguideError
+    from fieldguide.evaluation.compare import (RECORDS_VERSION, compare_records, comparison, question_records,
+                                               render_table, summary_line)
     from fieldguide.evaluation.report import answer_table, mean_table, slice_tables
-    from fieldguide.evaluation.runner import (auto_collection, corpus_label, evaluate, subset_questions,
+    from fieldguide.evaluation.runner import (PIPELINE, auto_collection, corpus_label, evaluate, subset_questions,
                                               system_order, write_outputs)
     from fieldguide.settings import get_settings
 
@@ -97,17 +121,31 @@ def run(args) -> int:
         collection = args.collection[index] if args.collection else auto_collection(docs)
         settings = get_settings().model_copy(update={"collection": collection})
         try:
-            run_ = evaluate(docs, questions, settings, ablate=args.ablate, baselines=not args.no_baselines,
+            run_ = evaluate(docs, questions, settings, ablate=args.ablate and baseline is None,
+                            baselines=not args.no_baselines and baseline is None,
                             answers=args.answers or bool(conversation_sets),
                             conversations=conversation_sets[index] if conversation_sets else [], log=log)
         except FieldguideError as exc:
             print(f"fieldguide eval: {exc}", file=sys.stderr)
             return 1
+        question_ids = {q["id"] for q in questions}
+        answers = [line for line in run_.answers if line.get("id") in question_ids] if run_.answers else None
+        records = question_records(questions, run_.results[PIPELINE], answers)
         meta = {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                 "docs": f"{docs.resolve().parent.name}/{docs.name}", "questions_file": questions_path.name,
-                "questions": len(questions), "subset": args.subset, "ablate": args.ablate}
+                "questions": len(questions), "subset": args.subset, "ablate": args.ablate,
+                "records_version": RECORDS_VERSION, "question_records": records}
         out = args.out / labels[index] if several else args.out
+        if baseline is not None:
+            rows = compare_records(baseline, records)
+            meta["comparison"] = comparison(rows, args.tolerance)
         paths = write_outputs(run_, out, meta)
+        if baseline is not None:
+            line, failed = summary_line(rows, args.tolerance)
+            print(render_table(rows))
+            print(line)
+            print(f"wrote {paths['report']} (use it as the next baseline)")
+            return 1 if failed else 0
         results[labels[index]] = run_
         if several:
             print(f"\n######## {labels[index]} ({docs})\n")

@@ -28,12 +28,12 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from fastapi import BackgroundTasks, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 
 from fieldguide.errors import StateUnavailable
@@ -56,6 +56,17 @@ READINESS_TIMEOUT = 5.0
 READINESS_CACHE_SECONDS = 1.0
 SWITCH_INTERVAL_SECONDS = 0.001
 HOUSEKEEPING_SECONDS = 30.0  # how often the state backend tidies what no conversation owns
+
+
+INDEX_VERSION_SECONDS = 30.0
+
+
+class FeedbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int = Field(ge=1, le=1_000_000)
+    rating: Literal["up", "down"]
+    comment: str = Field("", max_length=2000)
 
 
 class QuestionIn(BaseModel):
@@ -98,6 +109,7 @@ class Service:
     _ready_cache: tuple[float, str | None] | None = None
     _tidied_at: float = 0.0
     index_description: dict | None = None
+    _index_version: tuple[float, str | None] | None = None
 
     @property
     def conversations(self):
@@ -145,7 +157,8 @@ class Service:
         try:
             record = self._start_record(conversation.id, graph_input["question"])
             outcome = await run_turn(conversation, self.graph, graph_input, config, resolve_image=self.resolve,
-                                     source_url_template=self.settings.source_url_template)
+                                     source_url_template=self.settings.source_url_template,
+                                     turn_number=record.turn if record is not None else None)
         finally:
             try:
                 self.checkpointer.trim_thread(conversation.id)
@@ -172,10 +185,43 @@ class Service:
             if outcome is None:
                 record = record.finish("error", error=cancel_reason or "the answer was cancelled")
             else:
-                record = record.finish(outcome.status, outcome.final, outcome.error)
+                record = record.finish(outcome.status, self._with_freshness(outcome.final), outcome.error)
             self.state.turns.finish(record)
         except Exception:
             log.exception("could not store the turn of conversation %s", record.conversation_id)
+
+    def _with_freshness(self, final: dict | None) -> dict | None:
+        """The final state with what freshness needs: the index version it was answered from
+        and its cited sections (`fieldguide.freshness`)."""
+        if not final or final.get("abstain"):
+            return final
+        from fieldguide.freshness import cited_sections
+
+        extra = {"sections": cited_sections(final)}
+        version = final.get("index_version") or self.index_version()
+        if version:
+            extra["index_version"] = version
+        return {**final, **extra}
+
+    def index_version(self) -> str | None:
+        """The index's version (digest of its file manifest), read at most every
+        INDEX_VERSION_SECONDS so a re-ingest shows up without a read per turn; None without a store."""
+        store = getattr(self.resources, "store", None) if self.resources is not None else None
+        if store is None or not hasattr(store, "file_records"):
+            return None
+        now = time.monotonic()
+        cached = self._index_version
+        if cached is not None and now - cached[0] < INDEX_VERSION_SECONDS:
+            return cached[1]
+        from fieldguide.freshness import index_version
+
+        try:
+            version = index_version(store.file_records()) or None
+        except Exception:  # the store is down: the turn is stored without a version
+            log.warning("could not read the index version")
+            return cached[1] if cached else None
+        self._index_version = (now, version)
+        return version
 
     # -- housekeeping -----------------------------------------------------------------------
     def sweep(self) -> None:
@@ -365,6 +411,16 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
             send_timeout=30,
             headers={"Cache-Control": "no-store"},
         )
+
+    @app.post("/conversations/{conversation_id}/feedback", status_code=204)
+    async def conversation_feedback(conversation_id: str, body: FeedbackIn) -> Response:
+        """Thumbs up or down (and a comment) on turn `turn` of a conversation, stored with a copy
+        of the turn: question, standalone question, answer, citations, index version."""
+        stored = await service.with_state(service.state.turns.add_feedback, conversation_id, body.turn,
+                                          body.rating, body.comment.strip())
+        if stored is None:
+            return JSONResponse({"detail": "unknown conversation or turn"}, status_code=404)
+        return Response(status_code=204)
 
     @app.get("/healthz")
     async def healthz() -> dict:

@@ -65,7 +65,8 @@ def failure_message(exc: BaseException, conversation_id: str = "") -> str:
 
 
 async def run_turn(conversation: Conversation, graph, graph_input: dict, config: dict, *,
-                   resolve_image, source_url_template: str | None = None) -> TurnOutcome:
+                   resolve_image, source_url_template: str | None = None,
+                   turn_number: int | None = None) -> TurnOutcome:
     """Stream one turn into `conversation`'s log; ends with exactly one `done` or `error`."""
     started = time.perf_counter()
     first_token_ms: float | None = None
@@ -111,7 +112,7 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
         timings.setdefault("total", round((time.perf_counter() - started) * 1000, 3))
         if first_token_ms is not None:
             timings["first_token"] = first_token_ms
-        conversation.append("done", {
+        done = {
             "answer": final.get("answer", ""),
             "intent": final.get("intent"),
             "abstain": bool(final.get("abstain", False)),
@@ -119,7 +120,10 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             "citations": list(final.get("citations") or []),
             "sentences": list(final.get("sentences") or []),
             "timings_ms": timings,
-        })
+        }
+        if turn_number is not None:  # what POST /conversations/{id}/feedback calls this turn
+            done["turn"] = turn_number
+        conversation.append("done", done)
         return TurnOutcome("done", {**final, "timings_ms": timings})
     except asyncio.CancelledError:
         conversation.append("error", {"message": conversation.cancel_reason or "the answer was cancelled"})

@@ -221,6 +221,7 @@ const FieldguideChat = (function () {
     const { thread, status, send, base = "", config = {}, libraries } = options;
     const doc = thread.ownerDocument;
     let conversationId = null;
+    let turnCount = 0;  // turns of this conversation (the service's `done` event names it too)
 
     function newTurn(question) {
       const article = doc.createElement("article");
@@ -258,6 +259,53 @@ const FieldguideChat = (function () {
       turn.answerEl.classList.remove("streaming");
       send.disabled = false;
       status.textContent = "";
+    }
+
+    // Thumbs up / down and an optional comment under a finished answer:
+    // POST /conversations/{id}/feedback {"turn", "rating", "comment"}.
+    function addFeedback(turn, conversation, number) {
+      const box = doc.createElement("div");
+      box.className = "feedback";
+      const label = doc.createElement("span");
+      label.textContent = "Was this helpful?";
+      const up = doc.createElement("button");
+      up.type = "button";
+      up.className = "vote secondary";
+      up.textContent = "👍";
+      up.setAttribute("aria-label", "Helpful");
+      const down = up.cloneNode(false);
+      down.textContent = "👎";
+      down.setAttribute("aria-label", "Not helpful");
+      const comment = doc.createElement("input");
+      comment.type = "text";
+      comment.className = "comment";
+      comment.maxLength = 2000;
+      comment.placeholder = "What was missing or wrong? (optional)";
+      comment.setAttribute("aria-label", "Comment on this answer");
+      const note = doc.createElement("span");
+      note.className = "note";
+      note.setAttribute("role", "status");
+      async function vote(rating) {
+        up.disabled = down.disabled = true;
+        try {
+          const response = await fetch(base + "/conversations/" + encodeURIComponent(conversation) + "/feedback", {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ turn: number, rating, comment: comment.value.trim() }),
+          });
+          if (response.status !== 204) throw new Error("the service answered " + response.status);
+          note.textContent = "Thanks for the feedback.";
+          (rating === "up" ? up : down).classList.add("chosen");
+          comment.disabled = true;
+        } catch (error) {
+          note.textContent = "Could not send the feedback (" + error.message + ").";
+          up.disabled = down.disabled = false;
+        }
+      }
+      up.addEventListener("click", () => vote("up"));
+      down.addEventListener("click", () => vote("down"));
+      box.append(label, up, down, comment, note);
+      turn.article.append(box);
     }
 
     function showError(turn, message) {
@@ -315,6 +363,7 @@ const FieldguideChat = (function () {
         const total = done.timings_ms && done.timings_ms.total;
         turn.metaEl.textContent = (done.abstain ? "No matching documentation found · " : "") +
           (done.intent ? "intent: " + done.intent : "") + (total ? " · " + Math.round(total) + " ms" : "");
+        if (turn.conversationId) addFeedback(turn, turn.conversationId, done.turn || turn.number);
         finish(turn, source);
       });
       source.addEventListener("error", (event) => {
@@ -379,7 +428,10 @@ const FieldguideChat = (function () {
           throw new Error(detail || "the service answered " + response.status);
         }
         const started = await response.json();
+        turnCount = started.conversation_id === conversationId ? turnCount + 1 : 1;
         conversationId = started.conversation_id;
+        turn.conversationId = conversationId;
+        turn.number = turnCount;
         follow(turn, started.stream_url, 0);
       } catch (error) {
         turn.answerEl.classList.remove("streaming");
@@ -391,6 +443,7 @@ const FieldguideChat = (function () {
 
     function reset() {
       conversationId = null;
+      turnCount = 0;
       thread.replaceChildren();
     }
 

@@ -58,6 +58,9 @@ form { padding: 0.5rem 0.7rem 0.7rem; border-top: 1px solid #d9dee7; background:
 textarea { width: 100%; font: inherit; padding: 0.4rem; border: 1px solid #d9dee7; border-radius: 6px; resize: none; }
 .actions { display: flex; gap: 0.4rem; align-items: center; margin-top: 0.3rem; }
 .status { color: #5c6577; font-size: 0.8rem; }
+.feedback { display: flex; gap: 0.3rem; align-items: center; flex-wrap: wrap; margin-top: 0.3rem; font-size: 0.8rem; color: #5c6577; }
+.feedback .vote { padding: 0.05rem 0.4rem; } .feedback .vote.chosen { background: #1f6feb; color: #fff; }
+.feedback .comment { flex: 1; min-width: 8rem; font: inherit; padding: 0.15rem 0.3rem; border: 1px solid #d9dee7; border-radius: 4px; }
 `;
 
 function element(doc, tag, props, children) {

@@ -47,7 +47,7 @@ def test_stream_carries_status_sources_tokens_and_done_in_order(fast_server, cli
     assert tokens == split_tokens(DEFAULT_ANSWER)
     done = events[-1].json
     assert set(done) == {"answer", "intent", "abstain", "standalone_question", "citations", "sentences",
-                         "timings_ms"}
+                         "timings_ms", "turn"}  # turn: what feedback names
     assert done["answer"] == "".join(tokens) == DEFAULT_ANSWER
     assert done["intent"] == "screen" and done["abstain"] is False
     assert done["standalone_question"] == "Which fields does the booking form have?"

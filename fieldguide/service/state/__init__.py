@@ -25,7 +25,7 @@ from typing import Any, Callable
 from fieldguide.errors import FieldguideError
 from fieldguide.service.state.records import FeedbackRecord, MemoryTurnStore, TurnRecord, TurnStore
 
-__all__ = ["ServiceState", "open_state", "state_url", "TurnRecord", "FeedbackRecord", "TurnStore"]
+__all__ = ["ServiceState", "open_state", "open_turns", "state_url", "TurnRecord", "FeedbackRecord", "TurnStore"]
 
 
 @dataclass
@@ -76,6 +76,34 @@ def open_state(settings) -> ServiceState:
         from fieldguide.service.state.redis import open_redis_state
 
         return open_redis_state(settings, url)
+    raise FieldguideError(f"FIELDGUIDE_STATE_URL={url!r}: use sqlite:///PATH, redis://HOST:PORT/DB or memory://")
+
+
+def open_turns(settings) -> TurnStore:
+    """Only the stored turns and feedback of the configured state (for `fieldguide gaps`): no
+    event logs or checkpoints are opened. A SQLite file that does not exist yet is an empty
+    store (nothing is created); `memory://` state lives in the service's process, so another
+    process sees it empty. Close it with `.close()` when it has one."""
+    url = state_url(settings)
+    scheme = url.split(":", 1)[0].lower()
+    if scheme == "memory":
+        return MemoryTurnStore()
+    if scheme == "sqlite":
+        from fieldguide.service.state.sqlite import SqliteState, sqlite_path
+
+        path = sqlite_path(url)
+        if not path.exists():
+            return MemoryTurnStore()
+        return SqliteState(path, turn_retention_days=settings.turn_retention_days)
+    if scheme in ("redis", "rediss"):
+        from fieldguide.service.state.redis import RedisConversationRegistry, RedisTurnStore
+
+        registry = RedisConversationRegistry(
+            url, max_conversations=settings.max_conversations, ttl_seconds=settings.event_log_ttl_seconds,
+            max_events=settings.max_events_per_conversation, timeout=settings.dependency_timeout_seconds)
+        turns = RedisTurnStore(registry, settings.turn_retention_days)
+        turns.close = registry.close
+        return turns
     raise FieldguideError(f"FIELDGUIDE_STATE_URL={url!r}: use sqlite:///PATH, redis://HOST:PORT/DB or memory://")
 
 

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Protocol
 
 # What a turn record copies from the final state, when present.
 STATE_FIELDS = ("standalone_question", "answer", "intent", "abstain", "citations", "sentences",
-                "timings_ms", "index_version")
+                "timings_ms", "index_version", "sections")
 RATINGS = ("up", "down")
 
 
@@ -37,6 +37,8 @@ class TurnRecord:
     sentences: list[dict] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     index_version: str | None = None
+    # what the answer rests on, for freshness: chunk_id, source, heading_path, digest of the text
+    sections: list[dict] = field(default_factory=list)
     error: str | None = None
     started_at: float = field(default_factory=time.time)  # seconds since the epoch
     finished_at: float | None = None

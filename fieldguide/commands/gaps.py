@@ -1,0 +1,120 @@
+"""`fieldguide gaps [--since DATE] [--stale] [--format md|csv|json|html] [--out FILE]`."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = ("What the docs team should write or fix, from the stored turns: questions abstained on, answers "
+        "weakly supported or with sentences dropped, answers voted down, clustered and classified; "
+        "--stale lists stored answers whose cited sections changed or disappeared since.")
+
+FORMATS = ("md", "csv", "json", "html")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--since", metavar="DATE", help="only turns from this date or date-time on (ISO, UTC)")
+    parser.add_argument("--format", choices=FORMATS, default="md", help="output format (default md)")
+    parser.add_argument("--stale", action="store_true",
+                        help="list stored answers whose cited sections changed or disappeared instead")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--collection", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
+    parser.add_argument("--cluster-threshold", type=float, metavar="COSINE",
+                        help="cosine a wording needs to a cluster's centroid to join it (default: the highest "
+                             "cosine between two of the calibration's off-topic probes)")
+
+
+def run(args) -> int:
+    from fieldguide.gaps import parse_since
+
+    try:
+        since = parse_since(args.since)
+    except ValueError as exc:
+        print(f"fieldguide gaps: {exc}", file=sys.stderr)
+        return 2
+    threshold = args.cluster_threshold
+    if threshold is not None and not 0.0 < threshold < 1.0:
+        print("fieldguide gaps: --cluster-threshold must be between 0 and 1", file=sys.stderr)
+        return 2
+
+    from fieldguide.errors import FieldguideError
+    from fieldguide.settings import get_settings
+
+    settings = get_settings()
+    if args.collection:
+        settings = settings.model_copy(update={"collection": args.collection})
+    try:
+        text = stale_report(settings, since, args.format) if args.stale else gap_report(
+            settings, since, args.format, threshold)
+    except FieldguideError as exc:
+        print(f"fieldguide gaps: {exc}", file=sys.stderr)
+        return 1
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def gap_report(settings, since: float, fmt: str, threshold: float | None, resources=None) -> str:
+    from fieldguide.gaps import RENDERERS, problem_turns
+    from fieldguide.service.state import open_turns
+
+    turns = open_turns(settings)
+    try:
+        summary = problem_turns(turns.turns_since(since), turns.feedback_since(0.0), since)
+    finally:
+        close = getattr(turns, "close", None)
+        if close:
+            close()
+    report = report_for(summary, settings, threshold, resources)
+    return RENDERERS[fmt](report)
+
+
+def report_for(summary, settings, threshold: float | None, resources=None):
+    """Cluster and classify `summary` against the index of `settings` (opened here unless given)."""
+    from fieldguide.gaps import BroadSearch, build_report
+
+    if not summary.problems:
+        return build_report(summary, lambda texts: [], None, threshold)
+    own = resources is None
+    if own:
+        from fieldguide.retrieval import open_resources
+
+        context = open_resources(settings)
+        resources = context.__enter__()
+    try:
+        embeddings = resources.embeddings
+        search = BroadSearch(resources)
+        from fieldguide.embedding import embedding_model_path
+
+        return build_report(summary, embeddings.embed_documents, search, threshold,
+                            embedding_model_path(settings))
+    finally:
+        if own:
+            context.__exit__(None, None, None)
+
+
+def stale_report(settings, since: float, fmt: str) -> str:
+    from fieldguide.freshness import index_version, render_stale, stale_answers
+    from fieldguide.service.state import open_turns
+    from fieldguide.store import open_store
+
+    turns = open_turns(settings)
+    try:
+        records = list(turns.turns_since(since))
+    finally:
+        close = getattr(turns, "close", None)
+        if close:
+            close()
+    with open_store(settings) as store:
+        if store.manifest() is None:
+            from fieldguide.errors import FieldguideError
+
+            raise FieldguideError(f"collection {settings.collection} holds no index: run `fieldguide ingest DOCS_DIR` "
+                                  "first")
+        current = index_version(store.file_records())
+        stale = stale_answers(records, current, store.texts, since)
+    return render_stale(stale, fmt, current)

@@ -1,0 +1,519 @@
+"""Gap reports: stored turns turned into a short task list for the people who write the docs.
+
+A turn is a *problem turn* when the assistant abstained on it, when its answer had sentences
+dropped or kept only with a warning (weak support: the `sentences` of the answer line), or
+when a reader voted it down. Turns stored before answers carried sentence checks simply have
+no `sentences`; they count as problems only when they abstained or were voted down, and the
+report says how many answered turns could not be checked.
+
+Problem turns are clustered by the meaning of their question (the standalone question when
+the turn has one): the index's own embedding model, normalised vectors, a greedy pass that
+joins a question to the nearest cluster whose centroid is at least `cluster_threshold` away
+in cosine and otherwise opens a new one (largest wordings first, so a common wording seeds
+its cluster).
+
+Each cluster is then searched again, more broadly than the answer graph does: dense search
+and Weaviate's hybrid (BM25 + vector) search, `BROAD_K` candidates each, for a few of its
+wordings, every candidate scored by the pipeline's own scorer. What decides the kind is
+measured on the index itself, by its calibration (`fieldguide.calibration`): off-topic probe
+questions' best score is `rerank_min`, the noise level; a section that stands `abstain_margin`
+above that noise is a *strong candidate*.
+
+* **disliked**: most of the cluster's turns were answered and voted down;
+* **not_found**: a strong candidate exists: the docs cover it, retrieval (or the section's
+  wording) missed it; the candidates are named as `file#heading`;
+* **missing**: nothing stands out of the noise, even with the broader search.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable, Sequence
+
+KINDS = ("missing", "not_found", "disliked")
+# The clustering threshold is measured for the embedding model in use (`probe_threshold`):
+# the highest cosine between any two of the calibration's off-topic probes, questions on
+# unrelated subjects. A question closer than that to a cluster's centroid is taken to ask
+# the same thing; anything less could be chance.
+BROAD_K = 30  # candidates per search kind (the graph's search takes ~12)
+SEARCH_WORDINGS = 3  # wordings of a cluster searched again
+NEAREST = 3  # sections named per cluster
+
+
+# --- reading stored turns -----------------------------------------------------------------
+
+def parse_since(text: str | None) -> float:
+    """`--since`: an ISO date or date-time (UTC unless it says otherwise) as epoch seconds."""
+    if not text:
+        return 0.0
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"--since {text!r}: expected a date like 2026-01-31 or 2026-01-31T09:00") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _get(record: Any, name: str, default=None):
+    if isinstance(record, dict):
+        return record.get(name, default)
+    return getattr(record, name, default)
+
+
+@dataclass
+class ProblemTurn:
+    conversation_id: str
+    turn: int
+    question: str  # the standalone question when there is one, else as asked
+    asked: str
+    reasons: list[str]  # abstained | dropped | weak | disliked
+    answered: bool
+    citations: list[dict] = field(default_factory=list)
+    comments: list[str] = field(default_factory=list)
+    at: float = 0.0
+    # the question's vector as stored with the turn: {"model": id, "vector": [...]}, or None
+    stored_vector: dict | None = None
+
+
+@dataclass
+class TurnSummary:
+    turns: int = 0  # finished turns read
+    checked: int = 0  # answered turns whose sentences were checked
+    unchecked: int = 0  # answered turns stored without sentence checks
+    problems: list[ProblemTurn] = field(default_factory=list)
+
+
+def sentence_reasons(sentences: Sequence[dict] | None) -> list[str]:
+    """"dropped" when a sentence was left out, "weak" when one was kept only with a warning."""
+    reasons = []
+    if any(isinstance(s, dict) and s.get("kept") is False for s in sentences or ()):
+        reasons.append("dropped")
+    if any(isinstance(s, dict) and s.get("kept") is not False and s.get("flagged") for s in sentences or ()):
+        reasons.append("weak")
+    return reasons
+
+
+def problem_turns(turns: Iterable[Any], feedback: Iterable[Any] = (), since: float = 0.0) -> TurnSummary:
+    """The problem turns among stored turn records (TurnRecord or dicts) and feedback records;
+    the newest vote on a turn is the one that counts."""
+    votes: dict[tuple[str, int], tuple[float, str, str]] = {}
+    rated: dict[tuple[str, int], Any] = {}
+    for item in feedback:
+        key = (_get(item, "conversation_id"), int(_get(item, "turn")))
+        at = float(_get(item, "at", 0.0) or 0.0)
+        if key not in votes or at >= votes[key][0]:
+            votes[key] = (at, _get(item, "rating"), _get(item, "comment") or "")
+            rated[key] = _get(item, "record")
+    summary = TurnSummary()
+    seen = set()
+    for record in turns:
+        status = _get(record, "status", "done")
+        if status not in ("done", None):
+            continue
+        started = float(_get(record, "started_at", 0.0) or 0.0)
+        if started < since:
+            continue
+        key = (_get(record, "conversation_id"), int(_get(record, "turn")))
+        seen.add(key)
+        summary.turns += 1
+        _add(summary, record, key, votes.get(key))
+    for key, record in rated.items():  # a rated turn whose own record has expired: its copy
+        if key not in seen and record is not None and float(_get(record, "started_at", 0.0) or 0.0) >= since:
+            summary.turns += 1
+            _add(summary, record, key, votes.get(key))
+    return summary
+
+
+def _add(summary: TurnSummary, record: Any, key: tuple[str, int], vote) -> None:
+    abstained = bool(_get(record, "abstain"))
+    sentences = _get(record, "sentences") or []
+    reasons = ["abstained"] if abstained else []
+    if not abstained:
+        if sentences:
+            summary.checked += 1
+            reasons += sentence_reasons(sentences)
+        else:
+            summary.unchecked += 1
+    comments = []
+    if vote is not None and vote[1] == "down":
+        reasons.append("disliked")
+        if vote[2].strip():
+            comments.append(vote[2].strip())
+    if not reasons:
+        return
+    asked = str(_get(record, "question") or "").strip()
+    question = str(_get(record, "standalone_question") or "").strip() or asked
+    if not question:
+        return
+    summary.problems.append(ProblemTurn(key[0], key[1], question, asked, reasons, not abstained,
+                                        list(_get(record, "citations") or []), comments,
+                                        float(_get(record, "started_at", 0.0) or 0.0),
+                                        _stored_vector(_get(record, "question_vector"))))
+
+
+def _stored_vector(value) -> dict | None:
+    """A turn's stored question vector when well formed ({"model": str, "vector": numbers}), else
+    None: an old record without one, or a damaged one, is embedded again."""
+    if not isinstance(value, dict) or not isinstance(value.get("model"), str):
+        return None
+    vector = value.get("vector")
+    if not isinstance(vector, list) or not vector or not all(isinstance(x, (int, float)) for x in vector):
+        return None
+    return {"model": value["model"], "vector": [float(x) for x in vector]}
+
+
+def wording_vectors(problems, wordings: list[str], embed, model: str | None) -> tuple[list, int]:
+    """One vector per wording: the one stored with a turn of that wording when it was made by
+    `model`, else embedded here (all such wordings in one call). Returns (vectors, embedded count)."""
+    known: dict[str, list[float]] = {}
+    if model is not None:
+        for t in problems:
+            if t.stored_vector and t.stored_vector["model"] == model and t.question not in known:
+                known[t.question] = t.stored_vector["vector"]
+    missing = [w for w in wordings if w not in known]
+    if missing:
+        known.update(zip(missing, embed(missing)))
+    return [known[w] for w in wordings], len(missing)
+
+
+# --- clustering ---------------------------------------------------------------------------
+
+def probe_threshold(embed) -> float:
+    """The highest cosine between two off-topic probes (`fieldguide.calibration.OFF_TOPIC_PROBES`)
+    as embedded by `embed(texts) -> vectors`: the closeness unrelated questions reach by chance."""
+    import numpy as np
+
+    from fieldguide.calibration import OFF_TOPIC_PROBES
+
+    matrix = np.asarray(embed(list(OFF_TOPIC_PROBES)), dtype=np.float64)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    sims = matrix @ matrix.T
+    np.fill_diagonal(sims, -1.0)
+    return round(float(sims.max()), 4)
+
+
+def cluster_questions(vectors, threshold: float) -> list[list[int]]:
+    """Greedy centroid clustering of normalised row vectors: each row (in the order given) joins
+    the nearest cluster whose centroid's cosine reaches `threshold`, else starts its own."""
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.size == 0:
+        return []
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = matrix / np.where(norms == 0, 1.0, norms)
+    capacity = 64
+    sums = np.zeros((capacity, matrix.shape[1]), dtype=np.float32)
+    centroids = np.zeros_like(sums)
+    members: list[list[int]] = []
+    for row, vector in enumerate(matrix):
+        count = len(members)
+        if count:
+            sims = centroids[:count] @ vector
+            best = int(np.argmax(sims))
+            if sims[best] >= threshold:
+                members[best].append(row)
+                sums[best] += vector
+                centroids[best] = sums[best] / (np.linalg.norm(sums[best]) or 1.0)
+                continue
+        if count == capacity:
+            capacity *= 2
+            sums = np.vstack([sums, np.zeros_like(sums)])
+            centroids = np.vstack([centroids, np.zeros_like(centroids)])
+        sums[count] = vector
+        centroids[count] = vector
+        members.append([row])
+    return _merge_close(members, sums[:len(members)], threshold)
+
+
+def _merge_close(members: list[list[int]], sums, threshold: float) -> list[list[int]]:
+    """Merge clusters whose centroids are at least `threshold` apart in cosine (the greedy pass
+    depends on order: two halves of one need can each open a cluster), closest pairs first."""
+    import numpy as np
+
+    while len(members) > 1:
+        centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+        sims = centroids @ centroids.T
+        np.fill_diagonal(sims, -1.0)
+        pairs = np.argwhere(np.triu(sims >= threshold))
+        if not len(pairs):
+            break
+        order = np.argsort(-sims[pairs[:, 0], pairs[:, 1]])
+        used, merged = set(), []
+        for a, b in pairs[order]:
+            if a in used or b in used:
+                continue
+            used.update((int(a), int(b)))
+            merged.append((int(a), int(b)))
+        keep = [i for i in range(len(members)) if i not in used]
+        members = [members[i] for i in keep] + [members[a] + members[b] for a, b in merged]
+        sums = np.vstack([sums[keep]] + [sums[a] + sums[b] for a, b in merged]) if merged else sums[keep]
+        sums = sums.reshape(len(members), -1)
+    return [sorted(m) for m in members]
+
+
+# --- classification -----------------------------------------------------------------------
+
+@dataclass
+class Cluster:
+    kind: str
+    turns: list[ProblemTurn]
+    wordings: list[str]  # distinct wordings, most asked first
+    nearest: list[dict]  # {"source", "heading_path", "score"}
+    reason: str
+    action: str
+
+    @property
+    def count(self) -> int:
+        return len(self.turns)
+
+    def to_dict(self) -> dict:
+        reasons = Counter(r for t in self.turns for r in t.reasons)
+        return {"kind": self.kind, "count": self.count, "questions": self.wordings, "nearest": self.nearest,
+                "action": self.action, "reason": self.reason, "turn_reasons": dict(reasons),
+                "comments": [c for t in self.turns for c in t.comments],
+                "turns": [f"{t.conversation_id}#{t.turn}" for t in self.turns]}
+
+
+def section_name(source: str, heading_path: Sequence[str]) -> str:
+    return f"{source}#{' > '.join(heading_path)}" if heading_path else source
+
+
+class BroadSearch:
+    """The broader search a cluster gets: dense + hybrid candidates scored by the pipeline's
+    scorer, best score per section."""
+
+    def __init__(self, resources, k: int = BROAD_K):
+        self.resources = resources
+        self.k = k
+        self.calibration = resources.calibration
+        self.term_stats = resources.term_stats
+
+    @property
+    def noise(self) -> float:
+        return float(self.calibration.rerank_min)
+
+    @property
+    def strong(self) -> float:
+        return float(self.calibration.rerank_min) + float(self.calibration.abstain_margin)
+
+    def sections(self, questions: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[dict]:
+        """Sections (best first) with the best score any of `questions` gave them."""
+        store = self.resources.store
+        scorer = self.resources.reranker
+        best: dict[tuple[str, tuple[str, ...]], float] = {}
+        for question, vector in zip(questions, vectors):
+            candidates = {c["chunk_id"]: c for c in store.near_vector(vector, self.k)}
+            for c in store.hybrid(question, vector, self.k):
+                candidates.setdefault(c["chunk_id"], c)
+            pool = list(candidates.values())
+            if not pool:
+                continue
+            for candidate, score in zip(pool, scorer.score(question, pool, term_stats=self.term_stats)):
+                key = (candidate["source"], tuple(candidate.get("heading_path") or ()))
+                best[key] = max(float(score), best.get(key, -math.inf))
+        ranked = sorted(best.items(), key=lambda item: -item[1])
+        return [{"source": s, "heading_path": list(h), "score": round(v, 4)} for (s, h), v in ranked]
+
+
+def classify(turns: list[ProblemTurn], sections: list[dict], strong: float,
+             noise: float) -> tuple[str, str, str, list[dict]]:
+    """(kind, reason, action, nearest) of one cluster."""
+    disliked = [t for t in turns if t.answered and "disliked" in t.reasons]
+    if len(disliked) * 2 > len(turns):
+        cited = Counter(section_name(c.get("source", ""), c.get("heading_path") or [])
+                        for t in disliked for c in t.citations if c.get("source"))
+        nearest = [{"source": name.split("#", 1)[0], "heading_path": name.split("#", 1)[1].split(" > ")
+                    if "#" in name else [], "score": None, "cited": n} for name, n in cited.most_common(NEAREST)]
+        comments = [c for t in disliked for c in t.comments]
+        reason = f"{len(disliked)} of {len(turns)} answers were voted down"
+        if comments:
+            reason += "; readers said: " + " | ".join(f'"{c}"' for c in comments[:3])
+        where = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest) or "the cited sections"
+        return ("disliked", reason, f"Read the answers and {where}: correct or complete the section the "
+                "answers came from, or add what readers asked for.", nearest)
+    nearest = sections[:NEAREST]
+    top = nearest[0]["score"] if nearest else None
+    if top is not None and top >= strong:
+        names = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest if n["score"] >= strong)
+        reason = (f"the broader search finds {section_name(nearest[0]['source'], nearest[0]['heading_path'])} "
+                  f"at {top:.3f}, above the index's strong level {strong:.3f} (noise {noise:.3f})")
+        return ("not_found", reason, f"The docs cover this in {names}, but answers did not find it: use the "
+                "readers' wording (see the questions) in that section's heading or opening sentence, or add "
+                "a short FAQ entry that links to it.", nearest)
+    best = f"{top:.3f}" if top is not None else "nothing"
+    reason = (f"nothing in the index stands out even with the broader search (best {best}, strong level "
+              f"{strong:.3f}, noise {noise:.3f})")
+    return ("missing", reason, "Write a section on this topic (or say plainly that it is not supported); "
+            "nothing in the docs answers it.", nearest)
+
+
+@dataclass
+class GapReport:
+    clusters: list[Cluster]
+    summary: TurnSummary
+    seconds: dict[str, float]
+    strong: float | None = None
+    noise: float | None = None
+    cluster_threshold: float | None = None
+    embedded: int = 0  # wordings embedded here (the rest had a vector stored with their turn)
+
+    def to_dict(self) -> dict:
+        return {"clusters": [c.to_dict() for c in self.clusters],
+                "turns": self.summary.turns, "problem_turns": len(self.summary.problems),
+                "answered_without_sentence_checks": self.summary.unchecked,
+                "levels": {"strong": self.strong, "noise": self.noise, "cluster": self.cluster_threshold},
+                "seconds": self.seconds, "embedded_wordings": self.embedded}
+
+
+def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
+                 threshold: float | None = None, model: str | None = None) -> GapReport:
+    """Cluster and classify `summary`'s problem turns. `embed(texts) -> vectors`; `search` None
+    when no cluster needs it (only disliked ones) or for a dry run (every search-needing cluster
+    is then "missing" with no candidates)."""
+    seconds = {}
+    started = time.perf_counter()
+    problems = summary.problems
+    if threshold is None:
+        threshold = probe_threshold(embed) if problems else 1.0
+    counts = Counter(t.question for t in problems)
+    wordings = [w for w, _ in counts.most_common()]
+    vectors, embedded = wording_vectors(problems, wordings, embed, model) if wordings else ([], 0)
+    seconds["embed"] = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
+    groups = cluster_questions(vectors, threshold)
+    seconds["cluster"] = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
+    by_wording: dict[str, list[ProblemTurn]] = {}
+    for t in problems:
+        by_wording.setdefault(t.question, []).append(t)
+    clusters = []
+    strong = search.strong if search else math.inf
+    noise = search.noise if search else math.inf
+    for group in groups:
+        members = [wordings[i] for i in group]
+        turns = [t for w in members for t in by_wording[w]]
+        members.sort(key=lambda w: -counts[w])
+        disliked = sum(1 for t in turns if t.answered and "disliked" in t.reasons)
+        sections: list[dict] = []
+        if search is not None and disliked * 2 <= len(turns):
+            picks = sorted(group, key=lambda i: -counts[wordings[i]])[:SEARCH_WORDINGS]
+            sections = search.sections([wordings[i] for i in picks], [vectors[i] for i in picks])
+        kind, reason, action, nearest = classify(turns, sections, strong, noise)
+        clusters.append(Cluster(kind, turns, members, nearest, reason, action))
+    clusters.sort(key=lambda c: (-c.count, KINDS.index(c.kind)))
+    seconds["search"] = round(time.perf_counter() - started, 3)
+    return GapReport(clusters, summary, seconds, None if search is None else strong,
+                     None if search is None else noise, threshold, embedded)
+
+
+# --- output -------------------------------------------------------------------------------
+
+KIND_TITLES = {"missing": "Missing from the docs", "not_found": "In the docs but not found",
+               "disliked": "Answered but disliked"}
+
+
+def _nearest_text(cluster: Cluster) -> str:
+    parts = []
+    for n in cluster.nearest:
+        name = section_name(n["source"], n["heading_path"])
+        parts.append(f"{name} ({n['score']:.3f})" if n.get("score") is not None else name)
+    return "; ".join(parts)
+
+
+def render_json(report: GapReport) -> str:
+    return json.dumps(report.to_dict(), ensure_ascii=False, indent=2) + "\n"
+
+
+def render_csv(report: GapReport) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["kind", "count", "questions", "nearest", "action", "reason"])
+    for c in report.clusters:
+        writer.writerow([c.kind, c.count, " | ".join(c.wordings[:5]), _nearest_text(c), c.action, c.reason])
+    return out.getvalue()
+
+
+def _header(report: GapReport) -> str:
+    s = report.summary
+    line = (f"{s.turns} turns read, {len(s.problems)} needed attention, {len(report.clusters)} topics.")
+    if s.unchecked:
+        line += (f" {s.unchecked} answered turns carry no sentence checks (stored before answers had them), "
+                 "so weak support could not be counted for them.")
+    return line
+
+
+def render_md(report: GapReport) -> str:
+    lines = ["# What to write or fix", "", _header(report), ""]
+    if not report.clusters:
+        lines.append("Nothing to do: no turn abstained, lacked support or was voted down.")
+    for number, c in enumerate(report.clusters, start=1):
+        lines += [f"## {number}. {KIND_TITLES[c.kind]}: \"{c.wordings[0]}\" ({c.count} turns)", "",
+                  f"- **What to do:** {c.action}", f"- **Why:** {c.reason}"]
+        if c.nearest:
+            lines.append("- **Nearest sections:** " + _nearest_text(c))
+        lines.append("- **Wordings:**")
+        lines += [f"  - {w}" for w in c.wordings[:5]]
+        if len(c.wordings) > 5:
+            lines.append(f"  - … and {len(c.wordings) - 5} more")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def render_html(report: GapReport, top: int = 10) -> str:
+    """One self-contained page: counts, a bar chart of the top gaps (inline SVG), the task list."""
+    e = html.escape
+    colours = {"missing": "#c0392b", "not_found": "#d68910", "disliked": "#7d3c98"}
+    kinds = Counter()
+    for c in report.clusters:
+        kinds[c.kind] += c.count
+    shown = report.clusters[:top]
+    widest = max((c.count for c in shown), default=1)
+    bar_h, label_w, chart_w = 26, 360, 320
+    bars = []
+    for i, c in enumerate(shown):
+        y = i * bar_h
+        width = max(2, round(chart_w * c.count / widest))
+        label = c.wordings[0] if len(c.wordings[0]) <= 55 else c.wordings[0][:54] + "…"
+        bars.append(f'<text x="{label_w - 8}" y="{y + 17}" text-anchor="end">{e(label)}</text>'
+                    f'<rect x="{label_w}" y="{y + 4}" width="{width}" height="{bar_h - 8}" fill="{colours[c.kind]}">'
+                    f'<title>{e(KIND_TITLES[c.kind])}: {c.count}</title></rect>'
+                    f'<text x="{label_w + width + 6}" y="{y + 17}">{c.count}</text>')
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + chart_w + 60}" '
+           f'height="{max(1, len(shown)) * bar_h}" role="img" aria-label="top gaps by turns">{"".join(bars)}</svg>')
+    cards = "".join(f'<div class="card" style="border-color:{colours[k]}"><b>{kinds.get(k, 0)}</b> '
+                    f'{e(KIND_TITLES[k].lower())}</div>' for k in KINDS)
+    rows = []
+    for number, c in enumerate(report.clusters, start=1):
+        wordings = "".join(f"<li>{e(w)}</li>" for w in c.wordings[:5])
+        nearest = e(_nearest_text(c)) or "—"
+        rows.append(f'<section><h2><span class="tag" style="background:{colours[c.kind]}">'
+                    f'{e(KIND_TITLES[c.kind])}</span> {number}. {e(c.wordings[0])} <small>({c.count} turns)</small></h2>'
+                    f'<p><b>What to do:</b> {e(c.action)}</p><p><b>Why:</b> {e(c.reason)}</p>'
+                    f'<p><b>Nearest sections:</b> {nearest}</p><ul>{wordings}</ul></section>')
+    body = "".join(rows) or "<p>Nothing to do: no turn abstained, lacked support or was voted down.</p>"
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Docs gaps</title>
+<style>
+body{{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}}
+.cards{{display:flex;gap:1rem;margin:1rem 0}}.card{{border-left:6px solid;padding:.5rem 1rem;background:#f6f6f6}}
+.card b{{font-size:1.4rem}}svg text{{font-size:12px;fill:#222}}section{{border-top:1px solid #ddd;padding:.5rem 0}}
+.tag{{color:#fff;border-radius:4px;padding:0 .4rem;font-size:.8rem;vertical-align:middle}}h2{{font-size:1.05rem}}
+</style></head><body>
+<h1>What to write or fix</h1><p>{e(_header(report))}</p>
+<div class="cards">{cards}</div>
+<h2>Top gaps</h2>{svg}
+{body}
+</body></html>
+"""
+
+
+RENDERERS = {"md": render_md, "csv": render_csv, "json": render_json, "html": render_html}

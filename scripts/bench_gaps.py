@@ -1,0 +1,169 @@
+"""Benchmark of `fieldguide gaps` on the dev corpus: classification of a seeded store, and time over 10,000 turns.
+
+    python scripts/bench_gaps.py --docs CORPUS/docs [--collection NAME] [--turns 10000]
+
+1. Ingests the docs into the collection (incremental: free when already there).
+2. Seeds a fresh SQLite state file (the service's own turn store) with the 60 turns of
+   tests/fixtures/gaps/seed_turns.jsonl: 20 answerable (answered, every sentence supported),
+   20 on four topics the docs lack and 20 worded far from the section that answers them (both
+   stored as abstained, the outcome the report is about). Runs `fieldguide gaps --format json`
+   on it and prints the classification figures the targets name:
+   * missing-topic turns in "missing" clusters (target >= 90 %);
+   * far-worded turns in "not_found" clusters whose candidates name their gold section (>= 70 %).
+3. Seeds another store with `--turns` turns (the seed questions under varied wordings, every one
+   distinct, in the seed's proportions) and times the whole `fieldguide gaps` command on it
+   (models loaded, index opened, everything), printing seconds and the load average.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT / "tests" / "fixtures" / "gaps" / "seed_turns.jsonl"
+PREFIXES = ["", "Hi! ", "Quick question: ", "Hello, ", "Sorry if this is obvious, but ", "Newbie here: ",
+            "Can someone help? ", "Hey, ", "One more thing: ", "I wonder: ", "Help please: ", "Question: ",
+            "Maybe a silly one: ", "Good morning! ", "Stuck again: ", "Asking for my family: "]
+SUFFIXES = ["", " Thanks!", " I'm on the desktop app.", " Thanks in advance.", " I'm new to this.",
+            " (web version)", " Any tips?", " Cheers.", " It's my first week.", " I use it on my phone.",
+            " I searched but found nothing.", " Running the latest version.", " Sorry for my English."]
+
+
+def read_seed() -> list[dict]:
+    return [json.loads(line) for line in SEED.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def seed_store(path: Path, rows: list[dict]) -> None:
+    """Write `rows` as finished turns (one conversation each) into the SQLite state at `path`."""
+    from fieldguide.service.state.sqlite import SqliteState
+
+    store = SqliteState(path)
+    try:
+        for number, row in enumerate(rows):
+            record = store.start(f"seed-{number:05d}", row["question"])
+            if row["abstain"]:
+                final = {"abstain": True, "answer": "The documentation does not say.", "intent": "conceptual",
+                         "sentences": [], "citations": []}
+            else:
+                final = {"abstain": False, "answer": "An answer [1].", "intent": "conceptual",
+                         "sentences": [{"text": "An answer [1].", "citations": [1], "support": 0.9, "kept": True}],
+                         "citations": [{"n": 1, "source": "index.md", "heading_path": ["Actual Budget"]}]}
+            store.finish(record.finish("done", final))
+    finally:
+        store.close()
+
+
+def run_gaps(state: Path, env: dict, fmt: str = "json") -> tuple[subprocess.CompletedProcess, float]:
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "fieldguide.cli", "gaps", "--format", fmt],
+                            env={**env, "FIELDGUIDE_STATE_URL": f"sqlite:///{state}"}, capture_output=True, text=True)
+    return result, time.perf_counter() - started
+
+
+def same_section(candidate: dict, row: dict) -> bool:
+    gold, path = row["gold_heading_path"], candidate["heading_path"]
+    return candidate["source"] == row["gold_file"] and path[:len(gold)] == gold
+
+
+def classification(report: dict, rows: list[dict]) -> dict:
+    where = {}
+    for cluster in report["clusters"]:
+        for question in cluster["questions"]:
+            where[question] = cluster
+    missing = [r for r in rows if r["group"] == "missing"]
+    far = [r for r in rows if r["group"] == "far"]
+    answerable = [r for r in rows if r["group"] == "answerable"]
+    in_missing = [r for r in missing if where.get(r["question"], {}).get("kind") == "missing"]
+    in_not_found = [r for r in far if where.get(r["question"], {}).get("kind") == "not_found"]
+    with_gold = [r for r in in_not_found if any(same_section(c, r) for c in where[r["question"]]["nearest"])]
+    topics = {}
+    for r in missing:
+        topics.setdefault(r["topic"], set()).add(id(where.get(r["question"])))
+    return {
+        "missing_in_missing": f"{len(in_missing)}/{len(missing)} = {len(in_missing) / len(missing):.0%}",
+        "far_in_not_found": f"{len(in_not_found)}/{len(far)}",
+        "far_in_not_found_with_gold": f"{len(with_gold)}/{len(far)} = {len(with_gold) / len(far):.0%}",
+        "answerable_in_report": sum(1 for r in answerable if r["question"] in where),
+        "clusters": len(report["clusters"]),
+        "clusters_per_missing_topic": {t: len(ids) for t, ids in topics.items()},
+        "far_misses": [{"id": r["id"], "kind": where.get(r["question"], {}).get("kind"),
+                        "nearest": [f"{c['source']}#{' > '.join(c['heading_path'])} {c['score']}"
+                                    for c in where.get(r["question"], {}).get("nearest", [])]}
+                       for r in far if r not in with_gold],
+        "missing_misses": [{"id": r["id"], "kind": where.get(r["question"], {}).get("kind"),
+                            "reason": where.get(r["question"], {}).get("reason")}
+                           for r in missing if r not in in_missing],
+    }
+
+
+def many(rows: list[dict], count: int) -> list[dict]:
+    """`count` distinct wordings of the seed questions, cycling through the seed in order."""
+    out = []
+    variants = [(p, s) for s in SUFFIXES for p in PREFIXES]
+    for n in range(count):
+        row = rows[n % len(rows)]
+        prefix, suffix = variants[(n // len(rows)) % len(variants)]
+        question = row["question"]
+        if prefix:
+            question = question[0].lower() + question[1:]
+        out.append({**row, "question": f"{prefix}{question}{suffix}"})
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=Path, required=True)
+    parser.add_argument("--collection", default=os.environ.get("FIELDGUIDE_COLLECTION", "GapsDev"))
+    parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--skip-ingest", action="store_true")
+    args = parser.parse_args()
+    env = {**os.environ, "FIELDGUIDE_COLLECTION": args.collection}
+    if not args.skip_ingest:
+        done = subprocess.run([sys.executable, "-m", "fieldguide.cli", "ingest", str(args.docs), "--json"], env=env,
+                              capture_output=True, text=True)
+        if done.returncode:
+            print(done.stderr, file=sys.stderr)
+            return 1
+    rows = read_seed()
+    with tempfile.TemporaryDirectory() as tmp:
+        seeded = Path(tmp) / "seeded.sqlite"
+        seed_store(seeded, rows)
+        result, seconds = run_gaps(seeded, env)
+        if result.returncode:
+            print(result.stderr, file=sys.stderr)
+            return 1
+        report = json.loads(result.stdout)
+        figures = classification(report, rows)
+        print("## seeded store: 60 turns on the dev corpus")
+        print(json.dumps({**figures, "levels": report["levels"], "seconds": round(seconds, 1)}, indent=2))
+        (ROOT / "build").mkdir(exist_ok=True)
+        (ROOT / "build" / "gaps-seeded.json").write_text(result.stdout, encoding="utf-8")
+        html, _ = run_gaps(seeded, env, "html")
+        (ROOT / "build" / "gaps-seeded.html").write_text(html.stdout, encoding="utf-8")
+
+        if args.turns:
+            big = Path(tmp) / "many.sqlite"
+            started = time.perf_counter()
+            seed_store(big, many(rows, args.turns))
+            seeding = time.perf_counter() - started
+            result, seconds = run_gaps(big, env)
+            if result.returncode:
+                print(result.stderr, file=sys.stderr)
+                return 1
+            report = json.loads(result.stdout)
+            print(f"\n## {args.turns} stored turns")
+            print(json.dumps({"gaps_seconds": round(seconds, 1), "phases": report["seconds"],
+                              "problem_turns": report["problem_turns"], "clusters": len(report["clusters"]),
+                              "seeding_seconds": round(seeding, 1), "cpus": os.cpu_count(),
+                              "load_average": [round(x, 2) for x in os.getloadavg()]}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

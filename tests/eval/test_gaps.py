@@ -1,0 +1,162 @@
+"""`fieldguide gaps`: which stored turns are problems, how they cluster, how clusters are classified,
+and the report formats. The index-backed classification on the dev corpus is measured by
+scripts/bench_gaps.py (docs/BENCHMARKS.md, "Gaps"); here the rules themselves are pinned."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from fieldguide.gaps import (RENDERERS, Cluster, GapReport, ProblemTurn, TurnSummary, build_report, classify,
+                             cluster_questions, parse_since, probe_threshold, problem_turns, sentence_reasons)
+
+
+def _turn(cid, n, question, **values):
+    return {"conversation_id": cid, "turn": n, "question": question, "status": "done", "started_at": 1000.0 + n,
+            **values}
+
+
+def test_since_accepts_dates_and_refuses_anything_else():
+    assert parse_since(None) == 0.0
+    assert parse_since("2026-01-31") == parse_since("2026-01-31T00:00:00+00:00")
+    assert parse_since("2026-01-31T01:00+01:00") == parse_since("2026-01-31")
+    for bad in ("yesterday", "31/01/2026", "2026-13-01"):
+        with pytest.raises(ValueError, match="--since"):
+            parse_since(bad)
+
+
+def test_problem_turns_and_their_reasons():
+    turns = [
+        _turn("a", 1, "fine", abstain=False, sentences=[{"text": "x", "support": 0.9, "kept": True}]),
+        _turn("a", 2, "abstained", abstain=True),
+        _turn("b", 1, "dropped", abstain=False, sentences=[{"text": "x", "support": 0.1, "kept": False}]),
+        _turn("b", 2, "flagged", abstain=False, sentences=[{"text": "x", "support": 0.4, "kept": True,
+                                                             "flagged": True}]),
+        _turn("c", 1, "unchecked but voted down", abstain=False, standalone_question="standalone wording",
+              citations=[{"source": "a.md", "heading_path": ["A"]}]),
+        _turn("c", 2, "unchecked", abstain=False),
+        _turn("d", 1, "still running", status="running"),
+        _turn("e", 1, "too old", abstain=True, started_at=10.0),
+    ]
+    feedback = [{"conversation_id": "c", "turn": 1, "rating": "up", "comment": "", "at": 5.0},
+                {"conversation_id": "c", "turn": 1, "rating": "down", "comment": "wrong screen", "at": 6.0},
+                {"conversation_id": "a", "turn": 1, "rating": "up", "comment": "", "at": 7.0}]
+    summary = problem_turns(turns, feedback, since=500.0)
+    assert summary.turns == 6 and summary.checked == 3 and summary.unchecked == 2
+    got = {p.asked: p for p in summary.problems}
+    assert set(got) == {"abstained", "dropped", "flagged", "unchecked but voted down"}
+    assert got["abstained"].reasons == ["abstained"] and got["dropped"].reasons == ["dropped"]
+    assert got["flagged"].reasons == ["weak"]
+    voted = got["unchecked but voted down"]
+    assert voted.reasons == ["disliked"] and voted.comments == ["wrong screen"]
+    assert voted.question == "standalone wording"  # the standalone question is what gets clustered
+
+
+def test_newest_vote_wins_and_rated_copies_outlive_their_turns():
+    record = _turn("gone", 1, "expired but rated", abstain=False)
+    feedback = [{"conversation_id": "gone", "turn": 1, "rating": "down", "comment": "", "at": 1.0, "record": record},
+                {"conversation_id": "gone", "turn": 1, "rating": "up", "comment": "", "at": 2.0, "record": record}]
+    assert problem_turns([], feedback).problems == []
+    feedback[0]["at"] = 3.0  # the down vote is now the newest
+    assert [p.reasons for p in problem_turns([], feedback).problems] == [["disliked"]]
+    assert sentence_reasons(None) == [] and sentence_reasons([{"kept": False}, {"flagged": True}]) == ["dropped", "weak"]
+
+
+def test_clustering_joins_near_vectors_only():
+    vectors = [[1, 0, 0], [0.95, 0.1, 0], [0, 1, 0], [0, 0.97, 0.2], [0, 0, 1]]
+    assert sorted(cluster_questions(vectors, 0.9)) == [[0, 1], [2, 3], [4]]
+    assert sorted(cluster_questions(vectors, 0.999)) == [[0], [1], [2], [3], [4]]
+    # two halves of one need opened apart by the greedy pass are merged afterwards
+    assert sorted(cluster_questions([[1, 0], [0, 1], [0.7, 0.7], [0.72, 0.69]], 0.9)) == [[0], [1], [2, 3]]
+    assert cluster_questions([], 0.5) == []
+
+
+def _problem(question, reasons, answered=False, citations=()):
+    return ProblemTurn("c", 1, question, question, list(reasons), answered, list(citations))
+
+
+def test_classification_follows_the_levels():
+    sections = [{"source": "a.md", "heading_path": ["A", "B"], "score": 0.8},
+                {"source": "c.md", "heading_path": ["C"], "score": 0.5}]
+    kind, reason, action, nearest = classify([_problem("q", ["abstained"])], sections, strong=0.7, noise=0.6)
+    assert kind == "not_found" and "a.md#A > B" in reason and "a.md#A > B" in action and nearest == sections
+    kind, reason, _, _ = classify([_problem("q", ["abstained"])], sections, strong=0.9, noise=0.85)
+    assert kind == "missing" and "0.800" in reason
+    assert classify([_problem("q", ["abstained"])], [], strong=0.9, noise=0.85)[0] == "missing"
+    disliked = [_problem("q", ["disliked"], True, [{"source": "x.md", "heading_path": ["X"]}]),
+                _problem("q2", ["disliked"], True, [{"source": "x.md", "heading_path": ["X"]}]),
+                _problem("q3", ["abstained"])]
+    kind, reason, action, nearest = classify(disliked, sections, strong=0.7, noise=0.6)
+    assert kind == "disliked" and "2 of 3" in reason and nearest[0]["source"] == "x.md" and "x.md#X" in action
+
+
+def _report():
+    turns = [_problem("How do I pay my staff?", ["abstained"]), _problem("How do I pay my staff?", ["abstained"]),
+             _problem("Where is <the> export?", ["abstained"])]
+    clusters = [Cluster("missing", turns[:2], ["How do I pay my staff?"], [], "nothing close", "Write it."),
+                Cluster("not_found", turns[2:], ["Where is <the> export?"],
+                        [{"source": "e.md", "heading_path": ["Export"], "score": 0.91}], "found e.md", "Reword e.md")]
+    return GapReport(clusters, TurnSummary(turns=10, checked=3, unchecked=4, problems=turns), {}, 0.7, 0.6)
+
+
+def test_formats_carry_the_task_list():
+    report = _report()
+    data = json.loads(RENDERERS["json"](report))
+    assert [c["kind"] for c in data["clusters"]] == ["missing", "not_found"]
+    first = data["clusters"][0]
+    assert {"kind", "count", "questions", "nearest", "action"} <= set(first) and first["count"] == 2
+    assert data["clusters"][1]["nearest"] == [{"source": "e.md", "heading_path": ["Export"], "score": 0.91}]
+    rows = list(csv.reader(io.StringIO(RENDERERS["csv"](report))))
+    assert rows[0][:2] == ["kind", "count"] and rows[2][3] == "e.md#Export (0.910)"
+    md = RENDERERS["md"](report)
+    assert "Missing from the docs" in md and "e.md#Export" in md and "4 answered turns carry no sentence checks" in md
+    page = RENDERERS["html"](report)
+    assert page.startswith("<!doctype html>") and "<svg" in page and "&lt;the&gt;" in page
+    assert "<script" not in page and "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_empty_store_gives_an_empty_report():
+    report = build_report(problem_turns([], []), lambda texts: [], None)
+    assert report.clusters == []
+    assert "Nothing to do" in RENDERERS["md"](report) and json.loads(RENDERERS["json"](report))["clusters"] == []
+
+
+@pytest.mark.models
+def test_wordings_of_one_need_cluster_together(embeddings):
+    questions = ["How do I run payroll for my employees?", "Can the app pay my staff their wages?",
+                 "Does the app work with Siri voice commands?",
+                 "Can I use Siri voice commands to check my budget?"]
+    summary = TurnSummary(problems=[_problem(q, ["abstained"]) for q in questions])
+    threshold = probe_threshold(embeddings.embed_documents)
+    assert 0.2 < threshold < 0.8
+    report = build_report(summary, embeddings.embed_documents, None, threshold)
+    groups = sorted(sorted(c.wordings) for c in report.clusters)
+    assert groups == [sorted(questions[2:]), sorted(questions[:2])]
+
+
+def test_stored_question_vectors_are_used_only_for_their_model():
+    """A vector stored with the turn saves embedding its wording again, only when the same model made
+    it; old records (no vector) and damaged ones are embedded."""
+    turns = [
+        _turn("a", 1, "stored", abstain=True, question_vector={"model": "m1", "vector": [1.0, 0.0]}),
+        _turn("a", 2, "stored", abstain=True, question_vector={"model": "m1", "vector": [1.0, 0.0]}),
+        _turn("b", 1, "other model", abstain=True, question_vector={"model": "m0", "vector": [0.0, 1.0]}),
+        _turn("c", 1, "old record", abstain=True),
+        _turn("d", 1, "damaged", abstain=True, question_vector={"model": "m1", "vector": ["x"]}),
+    ]
+    summary = problem_turns(turns, [], since=0.0)
+    asked = []
+
+    def embed(texts):
+        asked.extend(texts)
+        return [[0.0, 1.0] for _ in texts]
+
+    report = build_report(summary, embed, None, threshold=0.9, model="m1")
+    assert sorted(asked) == ["damaged", "old record", "other model"]
+    assert report.embedded == 3 and report.to_dict()["embedded_wordings"] == 3
+    assert sum(c.count for c in report.clusters) == 5
+    asked.clear()
+    report = build_report(summary, embed, None, threshold=0.9, model=None)  # no model named: embed all
+    assert sorted(asked) == ["damaged", "old record", "other model", "stored"]
