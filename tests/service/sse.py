@@ -72,3 +72,9 @@ def read_events(client, url, headers=None, stop_after=None):
             if stop_after is not None and len(events) >= stop_after:
                 break
     return events
+
+
+def read_stream_events(client, base: str, url: str) -> list[Sse]:
+    """Every event of the stream at `base + url`, read to its end."""
+    with client.stream("GET", base + url) as response:
+        return list(iter_sse(response))

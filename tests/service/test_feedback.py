@@ -10,12 +10,7 @@ import httpx
 from fieldguide.gaps import problem_turns
 from fieldguide.service.scripted_graph import build_scripted_graph
 from tests.service.conftest import make_app, serve
-from tests.service.sse import iter_sse
-
-
-def read(client, base, url):
-    with client.stream("GET", base + url) as response:
-        return list(iter_sse(response))
+from tests.service.sse import read_stream_events as read
 
 
 def test_feedback_is_stored_with_the_turn_it_rates(backend):

@@ -9,12 +9,7 @@ import pytest
 from fieldguide.service.scripted_graph import build_scripted_graph
 from fieldguide.service.state import open_state
 from tests.service.conftest import make_app, make_settings, serve
-from tests.service.sse import iter_sse
-
-
-def read(client, base, url):
-    with client.stream("GET", base + url) as response:
-        return list(iter_sse(response))
+from tests.service.sse import read_stream_events as read
 
 
 def test_each_turn_is_stored_from_its_final_state(backend):
