@@ -179,8 +179,9 @@ def _is_chat_openai(model) -> bool:
 def load_chat_model(settings):
     provider = (settings.chat_provider or "local").lower()
     if provider == "openai":
-        import httpx
         from langchain_openai import ChatOpenAI
+        # the client's own Timeout: newer clients reject another HTTP library's timeout object
+        from openai import Timeout
 
         if not settings.chat_model:
             raise ModelUnavailable("FIELDGUIDE_CHAT_MODEL must name the model when FIELDGUIDE_CHAT_PROVIDER=openai")
@@ -189,8 +190,8 @@ def load_chat_model(settings):
                           max_tokens=settings.max_answer_tokens, temperature=settings.temperature,
                           streaming=True, max_retries=1,
                           # an endpoint that is down fails in seconds, not after the client's 10 minutes
-                          timeout=httpx.Timeout(settings.chat_timeout_seconds,
-                                                connect=settings.dependency_timeout_seconds))
+                          timeout=Timeout(settings.chat_timeout_seconds,
+                                          connect=settings.dependency_timeout_seconds))
     if provider == "local":
         path = str(settings.chat_model) if settings.chat_model else default_gguf_path()
         return LlamaCppChatModel(model_path=path, n_ctx=settings.chat_context_window,
