@@ -129,7 +129,8 @@ class Settings(BaseSettings):
         "0.8 for the local GGUF model (a 135M model's fluent sentences reuse the docs' words and are still often "
         "wrong), 0.6 for an OpenAI-compatible endpoint (a capable model paraphrases).")
     evidence_words: int = Field(
-        160, description="Words of verbatim evidence quoted at the top of an answer (at least one unit).")
+        180, description="Words of verbatim evidence quoted at the top of an answer for each thing the question "
+        "asks (half as many for a second and third ask; at least one unit).")
     condense: str = Field(
         "auto", description="How a follow-up becomes a standalone question: `model` (the chat model rewrites it), "
         "`rules` (deterministic: the previous question's key terms are carried over), `off`, or `auto` "

@@ -99,7 +99,8 @@ class QueryOptions(BaseModel):
         None, ge=0.0, le=1.0, description="Support a generated sentence needs to count as supported; unset: "
         "0.8 for the local model, 0.6 for an endpoint's.")
     evidence_words: int | None = Field(
-        None, ge=1, le=2000, description="Words of verbatim evidence quoted at the top of an answer.")
+        None, ge=1, le=2000, description="Words of verbatim evidence quoted at the top of an answer, per thing "
+        "the question asks (half as many for a second and third ask).")
     condense: Literal["auto", "model", "rules", "off"] | None = Field(
         None, description="How a follow-up becomes a standalone question: model, rules, off, or auto "
         "(model with an OpenAI-compatible endpoint, else rules).")

@@ -50,6 +50,7 @@ _THERE_IS = re.compile(r"\bthere (?:is|are|was|were|will|'s)\b|\b(?:is|are|was|w
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 MIN_OWN_TERMS = 2  # a question naming fewer terms than this leans on the conversation
 QUESTION_WORDS = frozenset("anyway anymore else instead please maybe possible".split())
+ABOUT = " — about: "  # joins a follow-up to the topic carried over from the previous turn
 
 
 def leans_on_previous(question: str) -> bool:
@@ -88,7 +89,7 @@ def condense_by_rules(question: str, previous: str | None, topic: list[str] | No
     about = " > ".join(topic) if topic else " ".join(key_terms(previous, question))
     if not about:
         return question, "none"
-    return f"{question.rstrip()} — about: {about}", "rules"
+    return f"{question.rstrip()}{ABOUT}{about}", "rules"
 
 
 def trusted_rewrite(rewrite: str, question: str) -> str | None:

@@ -16,6 +16,11 @@ budget lasts and a unit still scores within `KEEP_RATIO` of the best. The chosen
 laid out in document order, one quoted passage per run of neighbours, each ending with the
 citation marker of its block, and nothing inside a passage is reworded.
 
+The word budget is `evidence_words` for each thing the question asks, the second and third
+at half that (`evidence_budget`): "Where do I create a funnel, and is there a limit to its
+steps?" needs two passages where "How do I create a funnel?" needs one, and a one-ask
+answer stays short.
+
 The evidence is known as soon as retrieval ends: generate streams it before the model's
 first token.
 """
@@ -30,6 +35,7 @@ from langchain_core.runnables import RunnableConfig
 
 from fieldguide.content_words import terms
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from nodes.condense import ABOUT
 from nodes.quotable import Unit, context_units, looks_like_instruction
 
 LEXICAL_WEIGHT = 1.0
@@ -37,7 +43,9 @@ SEMANTIC_WEIGHT = 1.0
 RANK_WEIGHT = 0.3
 LABEL_WEIGHT = 0.5  # a term found only in the unit's heading label counts half
 KEEP_RATIO = 0.5   # a further unit must score at least this share of the first
-MAX_PASSAGES = 5
+MAX_PASSAGES = 7
+MAX_ASKS = 3  # asks beyond this add no budget
+EXTRA_ASK_SHARE = 0.5  # budget of each further ask, as a share of the first's
 ANNOUNCED_UNITS = 6  # list items or rows taken after a unit that ends with ":"
 ADJACENT_BONUS = 0.2  # for a unit right beside a chosen one in its paragraph, list or table
 COVERED_FACTOR = 0.3  # what a question term still counts once a chosen unit has it
@@ -48,6 +56,23 @@ _POINTS_BACK = re.compile(
 
 
 _WORDS = re.compile(r"[A-Za-z]{2,}")
+# One ask ends at "?"; a second can also be joined to the first by a conjunction and a question word
+# ("Where is it, and how do I start over?"); a conjunction that opens the question ("And how ...?")
+# joins it to the previous turn, not to a second ask.
+_ASK = re.compile(r"\?|(?<=[\w,;])\s+(?:and|or|also|but)\s+(?:how|where|what|which|when|why|who|whether|is|are|can|could|"
+                  r"does|do|did|will|would|should|must)\b", re.IGNORECASE)
+
+
+def asks(question: str) -> int:
+    """How many things a question asks (1 to `MAX_ASKS`): its question marks and the questions joined
+    to another by "and"/"or". A follow-up's carried topic (after " — about: ") asks nothing."""
+    own = question.split(ABOUT, 1)[0]
+    return max(1, min(MAX_ASKS, len(_ASK.findall(own))))
+
+
+def evidence_budget(question: str, words_per_ask: int) -> int:
+    """Words of evidence for a question: `words_per_ask` for its first ask, half that for each further one."""
+    return round(words_per_ask * (1 + EXTRA_ASK_SHARE * (asks(question) - 1)))
 
 
 @dataclass
@@ -293,9 +318,9 @@ def evidence(state: dict, config: RunnableConfig = None) -> dict:
         else:
             options = options_for(config)
             resources = resources_for(config)
-            chosen = select_evidence(state.get("standalone_question") or state["question"], blocks,
-                                     options.evidence_words, state.get("query_vector"),
-                                     resources.text_vectors.embed)
+            question = state.get("standalone_question") or state["question"]
+            chosen = select_evidence(question, blocks, evidence_budget(question, options.evidence_words),
+                                     state.get("query_vector"), resources.text_vectors.embed)
     return {
         "evidence": [unit_record(u) for u in chosen],
         "evidence_markdown": evidence_markdown(chosen) if chosen else "",

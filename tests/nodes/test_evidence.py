@@ -1,7 +1,8 @@
 """Quotable units and the evidence chosen from them: verbatim, cited, the best match with the
 neighbours that complete it."""
 from fakes import FakeEmbeddings
-from nodes.evidence import choose, evidence_markdown, score_units, select_evidence
+from nodes.condense import condense_by_rules
+from nodes.evidence import asks, choose, evidence_budget, evidence_markdown, score_units, select_evidence
 from nodes.quotable import context_units, split_sentences, split_units
 
 TABLE_DOC = """## Booking form fields
@@ -106,6 +107,25 @@ def test_a_question_in_two_parts_gets_both_parts():
                             blocks, 30)
     joined = " ".join(u.text for u in units)
     assert "imported payee" in joined and "balance to another category" in joined
+
+
+def test_each_further_ask_of_a_question_adds_half_a_budget():
+    assert asks("How do I create a funnel?") == 1
+    assert evidence_budget("How do I create a funnel?", 180) == 180
+    two = "Where do I create a checkout funnel, and is there a limit to how many steps I can add?"
+    assert asks(two) == 2 and evidence_budget(two, 180) == 270
+    assert asks("Where is the export? What does it hold?") == 2
+    assert asks("Where is the export? And what does it hold?") == 2
+    assert asks("Why? How? Where? When? What?") == 3  # capped: a list of asks is not a request for the page
+    # the rest of a word ("android", "order") is no conjunction, and a statement asks once
+    assert asks("Does the android app order transactions by date") == 1
+
+
+def test_a_carried_topic_asks_nothing():
+    standalone, how = condense_by_rules("And how do I turn it off?", "How do I turn on auto hold?",
+                                        ["Budget", "Automatic Holding of Funds? Or not?"])
+    assert how == "rules"
+    assert asks(standalone) == 1
 
 
 def test_units_nobody_can_quote_are_never_chosen():
