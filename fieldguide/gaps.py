@@ -200,9 +200,20 @@ def probe_threshold(embed) -> float:
     return round(float(sims.max()), 4)
 
 
-def cluster_questions(vectors, threshold: float) -> list[list[int]]:
+CLUSTER_BLOCK = 512  # wordings compared with the clusters in one matrix product
+
+
+def cluster_questions(vectors, threshold: float, block: int = CLUSTER_BLOCK) -> list[list[int]]:
     """Greedy centroid clustering of normalised row vectors: each row (in the order given) joins
-    the nearest cluster whose centroid's cosine reaches `threshold`, else starts its own."""
+    the nearest cluster whose centroid's cosine reaches `threshold`, else starts its own.
+
+    Rows are taken `block` at a time: one matrix product compares a block with every cluster
+    opened before it, and the rows that join one are added at once (the centroids they meet
+    are those of the block's start). Only the rest, the rows that open new clusters, are
+    compared one by one, and only with the clusters opened within their block. So the work in
+    Python is one small step per row, the comparisons are matrix products, and nothing holds a
+    rows x rows or clusters x clusters matrix in memory; `_merge_close` then joins clusters
+    the order split."""
     import numpy as np
 
     matrix = np.asarray(vectors, dtype=np.float32)
@@ -210,53 +221,82 @@ def cluster_questions(vectors, threshold: float) -> list[list[int]]:
         return []
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = matrix / np.where(norms == 0, 1.0, norms)
-    capacity = 64
-    sums = np.zeros((capacity, matrix.shape[1]), dtype=np.float32)
+    sums = np.zeros((max(64, block), matrix.shape[1]), dtype=np.float32)
     centroids = np.zeros_like(sums)
     members: list[list[int]] = []
-    for row, vector in enumerate(matrix):
-        count = len(members)
-        if count:
-            sims = centroids[:count] @ vector
-            best = int(np.argmax(sims))
-            if sims[best] >= threshold:
-                members[best].append(row)
-                sums[best] += vector
-                centroids[best] = sums[best] / (np.linalg.norm(sums[best]) or 1.0)
-                continue
-        if count == capacity:
-            capacity *= 2
-            sums = np.vstack([sums, np.zeros_like(sums)])
-            centroids = np.vstack([centroids, np.zeros_like(centroids)])
-        sums[count] = vector
-        centroids[count] = vector
-        members.append([row])
-    return _merge_close(members, sums[:len(members)], threshold)
+    for start in range(0, len(matrix), block):
+        rows = matrix[start:start + block]
+        before = len(members)
+        joined = np.zeros(len(rows), dtype=bool)
+        best = np.zeros(len(rows), dtype=np.int64)
+        if before:
+            sims = rows @ centroids[:before].T
+            best = np.argmax(sims, axis=1)
+            joined = sims[np.arange(len(rows)), best] >= threshold
+            np.add.at(sums, best[joined], rows[joined])
+            for offset in np.flatnonzero(joined):
+                members[best[offset]].append(start + int(offset))
+        for offset in np.flatnonzero(~joined):
+            vector = rows[offset]
+            count = len(members)
+            if count > before:  # clusters opened within this block
+                local = centroids[before:count] @ vector
+                nearest = int(np.argmax(local))
+                if local[nearest] >= threshold:
+                    target = before + nearest
+                    members[target].append(start + int(offset))
+                    sums[target] += vector
+                    centroids[target] = sums[target] / (np.linalg.norm(sums[target]) or 1.0)
+                    continue
+            if count == len(sums):
+                sums = np.vstack([sums, np.zeros_like(sums)])
+                centroids = np.vstack([centroids, np.zeros_like(centroids)])
+            sums[count] = vector
+            centroids[count] = vector
+            members.append([start + int(offset)])
+        touched = np.unique(best[joined]) if before else np.zeros(0, dtype=np.int64)
+        if len(touched):
+            lengths = np.linalg.norm(sums[touched], axis=1, keepdims=True)
+            centroids[touched] = sums[touched] / np.where(lengths == 0, 1.0, lengths)
+    return _merge_close(members, sums[:len(members)], threshold, block)
 
 
-def _merge_close(members: list[list[int]], sums, threshold: float) -> list[list[int]]:
+def _close_pairs(centroids, threshold: float, block: int):
+    """(a, b, cosine) of every pair of rows a < b whose cosine reaches `threshold`, computed a
+    block of rows at a time (never the whole clusters x clusters matrix)."""
+    import numpy as np
+
+    found = []
+    for start in range(0, len(centroids), block):
+        sims = centroids[start:start + block] @ centroids.T
+        rows, cols = np.nonzero(sims >= threshold)
+        rows = rows + start
+        keep = cols > rows
+        found.append(np.stack([rows[keep], cols[keep], sims[rows[keep] - start, cols[keep]]], axis=1))
+    return np.concatenate(found) if found else np.zeros((0, 3))
+
+
+def _merge_close(members: list[list[int]], sums, threshold: float, block: int = CLUSTER_BLOCK) -> list[list[int]]:
     """Merge clusters whose centroids are at least `threshold` apart in cosine (the greedy pass
-    depends on order: two halves of one need can each open a cluster), closest pairs first."""
+    depends on order: two halves of one need can each open a cluster), closest pairs first;
+    each round merges disjoint pairs, until no pair is left."""
     import numpy as np
 
     while len(members) > 1:
-        centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
-        sims = centroids @ centroids.T
-        np.fill_diagonal(sims, -1.0)
-        pairs = np.argwhere(np.triu(sims >= threshold))
+        lengths = np.linalg.norm(sums, axis=1, keepdims=True)
+        pairs = _close_pairs(sums / np.where(lengths == 0, 1.0, lengths), threshold, block)
         if not len(pairs):
             break
-        order = np.argsort(-sims[pairs[:, 0], pairs[:, 1]])
         used, merged = set(), []
-        for a, b in pairs[order]:
+        for a, b, _ in pairs[np.argsort(-pairs[:, 2], kind="stable")]:
+            a, b = int(a), int(b)
             if a in used or b in used:
                 continue
-            used.update((int(a), int(b)))
-            merged.append((int(a), int(b)))
+            used.update((a, b))
+            merged.append((a, b))
         keep = [i for i in range(len(members)) if i not in used]
         members = [members[i] for i in keep] + [members[a] + members[b] for a, b in merged]
-        sums = np.vstack([sums[keep]] + [sums[a] + sums[b] for a, b in merged]) if merged else sums[keep]
-        sums = sums.reshape(len(members), -1)
+        sums = np.vstack([sums[keep]] + [(sums[a] + sums[b])[None, :] for a, b in merged])
     return [sorted(m) for m in members]
 
 
