@@ -73,6 +73,33 @@ def test_clustering_joins_near_vectors_only():
     assert cluster_questions([], 0.5) == []
 
 
+def test_clustering_ten_thousand_vectors_is_fast_and_exact():
+    """10,000 wordings (half on 40 topics, half each on a subject of its own, shuffled) cluster into
+    exactly those groups in seconds: the comparisons are matrix products a block at a time, the
+    same partition a row-by-row pass gives."""
+    import time
+
+    import numpy as np
+
+    rng = np.random.default_rng(16)
+    topics = rng.normal(size=(40, 384))
+    labels = np.concatenate([rng.integers(0, 40, 5000), np.arange(40, 5040)])
+    vectors = np.vstack([topics[labels[:5000]] + rng.normal(scale=0.8, size=(5000, 384)),
+                         rng.normal(size=(5000, 384))])
+    order = rng.permutation(len(vectors))
+    vectors, labels = vectors[order], labels[order]
+    started = time.perf_counter()
+    clusters = cluster_questions(vectors, 0.5)
+    seconds = time.perf_counter() - started
+    expected = {}
+    for row, label in enumerate(labels):
+        expected.setdefault(int(label), []).append(row)
+    assert sorted(clusters) == sorted(expected.values())
+    assert seconds < 20, seconds  # about 0.5 s; the row-by-row pass before took 30 s on 10,000 distinct wordings
+    head = vectors[:1500]
+    assert sorted(cluster_questions(head, 0.5)) == sorted(cluster_questions(head, 0.5, block=1))
+
+
 def _problem(question, reasons, answered=False, citations=()):
     return ProblemTurn("c", 1, question, question, list(reasons), answered, list(citations))
 
