@@ -345,6 +345,7 @@ class Cluster:
     nearest: list[dict]  # {"source", "heading_path", "score"}
     reason: str
     action: str
+    topic: "TopicWords | None" = None
 
     @property
     def count(self) -> int:
@@ -355,7 +356,9 @@ class Cluster:
         return {"kind": self.kind, "count": self.count, "questions": self.wordings, "nearest": self.nearest,
                 "action": self.action, "reason": self.reason, "turn_reasons": dict(reasons),
                 "comments": [c for t in self.turns for c in t.comments],
-                "turns": [f"{t.conversation_id}#{t.turn}" for t in self.turns]}
+                "turns": [f"{t.conversation_id}#{t.turn}" for t in self.turns],
+                "topic_words": [{"word": w, "closeness": c, "chunks": n} for w, c, n in self.topic.words]
+                if self.topic else []}
 
 
 def section_name(source: str, heading_path: Sequence[str]) -> str:
@@ -499,10 +502,16 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
                   f"(strong level {strong:.3f}, noise {noise:.3f})")
         return ("missing", reason, "Write a section on this topic (or say plainly that it is not supported); "
                 "the docs do not name it.", nearest[:NEAREST])
-    if top is not None and top >= strong:
-        names = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest if n["score"] >= strong)
+    # The strong level tells a covered topic from an absent one by score alone. When the topic
+    # words are known and the docs use them, that question is settled, and a candidate above the
+    # noise (what off-topic questions reach) is evidence enough that the docs discuss it.
+    level, level_name = (noise, "noise level") if topic is not None else (strong, "strong level")
+    if top is not None and top >= level:
+        names = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest if n["score"] >= level)
         reason = (f"the broader search finds {section_name(nearest[0]['source'], nearest[0]['heading_path'])} "
-                  f"at {top:.3f}, above the index's strong level {strong:.3f} (noise {noise:.3f})")
+                  f"at {top:.3f}, above the index's {level_name} {level:.3f} (noise {noise:.3f}, strong "
+                  f"{strong:.3f})" + (f"; the docs use most of the topic words ({', '.join(w for w, _, _ in topic.words)})"
+                                      if topic is not None else ""))
         return ("not_found", reason, f"The docs cover this in {names}, but answers did not find it: use the "
                 "readers' wording (see the questions) in that section's heading or opening sentence, or add "
                 "a short FAQ entry that links to it.", nearest)
@@ -579,7 +588,7 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
                                     word_vectors, frequency)
         kind, reason, action, nearest = classify(turns, sections, strong, noise, topic,
                                                  search.margin if search else None)
-        clusters.append(Cluster(kind, turns, members, nearest, reason, action))
+        clusters.append(Cluster(kind, turns, members, nearest, reason, action, topic))
     clusters.sort(key=lambda c: (-c.count, KINDS.index(c.kind)))
     seconds["search"] = round(time.perf_counter() - started, 3)
     return GapReport(clusters, summary, seconds, None if search is None else strong,

@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from fieldguide.gaps import (RENDERERS, Cluster, GapReport, ProblemTurn, TurnSummary, build_report, classify,
-                             cluster_questions, parse_since, probe_threshold, problem_turns, sentence_reasons)
+from fieldguide.gaps import (NEAREST_MAX, PASSING_MENTION_CHUNKS, RENDERERS, Cluster, GapReport, ProblemTurn, TopicWords,
+                             TurnSummary, build_report, classify, cluster_questions, named_sections, parse_since,
+                             probe_threshold, problem_turns, sentence_reasons, topic_words)
 
 
 def _turn(cid, n, question, **values):
@@ -73,6 +74,16 @@ def test_clustering_joins_near_vectors_only():
     assert cluster_questions([], 0.5) == []
 
 
+def test_clustering_is_by_average_linkage_so_clusters_do_not_chain():
+    """A wording close to a cluster's normalised centroid but, on average, not close enough to its
+    members stays apart: the centroid of two loosely related wordings leans towards what they
+    share and would draw in a third need."""
+    first, second = [1.0, 0.0, 0.0], [0.5, 0.75 ** 0.5, 0.0]  # cosine 0.5: one need at 0.48
+    third = [0.4 + 0.2 * 0.5, 0.2 * 0.75 ** 0.5, 0.72 ** 0.5]  # cosine 0.5 and 0.4 to them: mean 0.45
+    assert sorted(cluster_questions([first, second, third], 0.48)) == [[0, 1], [2]]
+    assert sorted(cluster_questions([first, second, third], 0.44)) == [[0, 1, 2]]
+
+
 def test_clustering_ten_thousand_vectors_is_fast_and_exact():
     """10,000 wordings (half on 40 topics, half each on a subject of its own, shuffled) cluster into
     exactly those groups in seconds: the comparisons are matrix products a block at a time, the
@@ -117,6 +128,55 @@ def test_classification_follows_the_levels():
                 _problem("q3", ["abstained"])]
     kind, reason, action, nearest = classify(disliked, sections, strong=0.7, noise=0.6)
     assert kind == "disliked" and "2 of 3" in reason and nearest[0]["source"] == "x.md" and "x.md#X" in action
+
+
+WORDS = {"payroll": [1.0, 0.0, 0.0], "staff": [0.8, 0.6, 0.0], "how": [0.0, 1.0, 0.0], "run": [0.0, 0.0, 1.0],
+         "2024": [1.0, 0.0, 0.0]}
+
+
+def test_topic_words_are_the_words_nearest_the_centroid_and_the_docs_may_not_use_them():
+    asked = []
+
+    def word_vectors(words):
+        asked.extend(words)
+        return [WORDS[w] for w in words]
+
+    topic = topic_words(["How run payroll?", "Payroll staff 2024"], [1.0, 0.1, 0.0], word_vectors,
+                        {"how": 500, "run": 40, "staff": PASSING_MENTION_CHUNKS + 1})
+    assert "2024" not in asked  # numbers name amounts, not topics
+    assert [w for w, _, _ in topic.words] == ["payroll", "staff", "how"]
+    assert topic.unknown == ["payroll"]  # in no chunk; "staff" is in more than a passing mention
+    closeness = {w: c for w, c, _ in topic.words}
+    assert topic.unknown_share == pytest.approx(closeness["payroll"] / sum(max(c, 0) for c in closeness.values()),
+                                                abs=1e-3)
+    assert topic_words(["2024"], [1.0, 0.0, 0.0], word_vectors, {}) is None
+    known = topic_words(["How run payroll"], [1.0, 0.1, 0.0], word_vectors, {"payroll": 12, "how": 500, "run": 40})
+    assert known.unknown == [] and known.unknown_share == 0.0
+
+
+def test_a_cluster_on_words_the_docs_do_not_use_is_missing_whatever_it_scores():
+    sections = [{"source": "pay.md", "heading_path": ["Payees"], "score": 0.8}]
+    turns = [_problem("How do I run payroll?", ["abstained"])]
+    absent = TopicWords([("payroll", 0.7, 0), ("run", 0.2, 40), ("how", 0.1, 500)], 0.7)
+    kind, reason, _, nearest = classify(turns, sections, strong=0.7, noise=0.6, topic=absent)
+    assert kind == "missing" and '"payroll"' in reason and nearest == sections
+    # the same scores with topic words the docs use: covered, and a candidate above the noise names it
+    used = TopicWords([("payee", 0.7, 30), ("merge", 0.3, 12)], 0.0)
+    low = [{"source": "pay.md", "heading_path": ["Payees"], "score": 0.65}]
+    assert classify(turns, low, strong=0.7, noise=0.6, topic=used)[0] == "not_found"
+    assert classify(turns, low, strong=0.7, noise=0.6)[0] == "missing"  # no topic words: the strong level decides
+    below_noise = [{"source": "pay.md", "heading_path": ["Payees"], "score": 0.5}]
+    assert classify(turns, below_noise, strong=0.7, noise=0.6, topic=used)[0] == "missing"
+
+
+def test_more_candidates_are_named_only_while_close_to_the_best():
+    sections = [{"source": f"{n}.md", "heading_path": [], "score": score}
+                for n, score in enumerate([0.9, 0.85, 0.8, 0.78, 0.75, 0.74, 0.5])]
+    assert named_sections(sections, margin=0.13) == sections[:4]  # 0.78 within 0.13 of 0.9, 0.75 not
+    assert named_sections(sections, margin=1.0) == sections[:NEAREST_MAX]
+    assert named_sections(sections, margin=None) == sections[:3] and named_sections([], 0.1) == []
+    kind, _, _, nearest = classify([_problem("q", ["abstained"])], sections, strong=0.7, noise=0.6, margin=0.13)
+    assert kind == "not_found" and nearest == sections[:4]
 
 
 def _report():
