@@ -510,8 +510,9 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
         names = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest if n["score"] >= level)
         reason = (f"the broader search finds {section_name(nearest[0]['source'], nearest[0]['heading_path'])} "
                   f"at {top:.3f}, above the index's {level_name} {level:.3f} (noise {noise:.3f}, strong "
-                  f"{strong:.3f})" + (f"; the docs use most of the topic words ({', '.join(w for w, _, _ in topic.words)})"
-                                      if topic is not None else ""))
+                  f"{strong:.3f})")
+        if topic is not None:
+            reason += f"; the docs use most of the topic words ({', '.join(w for w, _, _ in topic.words)})"
         return ("not_found", reason, f"The docs cover this in {names}, but answers did not find it: use the "
                 "readers' wording (see the questions) in that section's heading or opening sentence, or add "
                 "a short FAQ entry that links to it.", nearest)
