@@ -433,7 +433,7 @@ class TopicWords:
 
 
 def topic_words(wordings: Sequence[str], centroid, word_vectors, document_frequency: dict[str, int],
-                count: int = TOPIC_WORDS) -> TopicWords | None:
+                count: int | None = None) -> TopicWords | None:
     """The `count` words of `wordings` closest in cosine to `centroid` (the cluster's mean question
     vector), as KeyBERT picks key words: a question's topic is what its vector is mostly made
     of, function words and asides are far from it. `word_vectors(words) -> vectors` embeds
@@ -453,7 +453,7 @@ def topic_words(wordings: Sequence[str], centroid, word_vectors, document_freque
     centre = np.asarray(centroid, dtype=np.float64)
     centre /= max(float(np.linalg.norm(centre)), 1e-12)
     closeness = matrix @ centre
-    order = np.argsort(-closeness, kind="stable")[:count]
+    order = np.argsort(-closeness, kind="stable")[:count or TOPIC_WORDS]
     chosen = [(candidates[i], round(float(closeness[i]), 4), int(document_frequency.get(candidates[i], 0)))
               for i in order]
     total = sum(max(c, 0.0) for _, c, _ in chosen)

@@ -182,6 +182,7 @@ def main() -> int:
                 print(result.stderr, file=sys.stderr)
                 return 1
             report = json.loads(result.stdout)
+            (ROOT / "build" / "gaps-many.json").write_text(result.stdout, encoding="utf-8")
             print(f"\n## {args.turns} stored turns")
             print(json.dumps({"gaps_seconds": round(seconds, 1), "phases": report["seconds"],
                               "problem_turns": report["problem_turns"], "clusters": len(report["clusters"]),
