@@ -1,6 +1,6 @@
 """Benchmark of `fieldguide gaps` on the dev corpus: classification of a seeded store, and time over 10,000 turns.
 
-    python scripts/bench_gaps.py --docs CORPUS/docs [--collection NAME] [--turns 10000]
+    python scripts/bench_gaps.py --docs CORPUS/docs [--collection NAME] [--turns 10000] [--without-vectors]
 
 1. Ingests the docs into the collection (incremental: free when already there).
 2. Seeds a fresh SQLite state file (the service's own turn store) as the service stores turns
@@ -15,6 +15,8 @@
 3. Seeds another store the same way with `--turns` turns (the seed questions under varied
    wordings, every one distinct, in the seed's proportions) and times the whole `fieldguide gaps`
    command on it (models loaded, index opened, everything), printing seconds and the load average.
+   `--without-vectors` seeds both stores as turns stored before the service kept question
+   vectors: `gaps` then embeds every wording itself (the fallback).
 """
 from __future__ import annotations
 
@@ -143,6 +145,8 @@ def main() -> int:
     parser.add_argument("--collection", default=os.environ.get("FIELDGUIDE_COLLECTION", "GapsDev"))
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--without-vectors", action="store_true",
+                        help="seed turns without question vectors (records from before they were stored)")
     args = parser.parse_args()
     env = {**os.environ, "FIELDGUIDE_COLLECTION": args.collection}
     if not args.skip_ingest:
@@ -154,7 +158,7 @@ def main() -> int:
     rows = read_seed()
     with tempfile.TemporaryDirectory() as tmp:
         seeded = Path(tmp) / "seeded.sqlite"
-        seed_store(seeded, rows, question_vectors([r["question"] for r in rows]))
+        seed_store(seeded, rows, None if args.without_vectors else question_vectors([r["question"] for r in rows]))
         result, seconds = run_gaps(seeded, env)
         if result.returncode:
             print(result.stderr, file=sys.stderr)
@@ -173,7 +177,7 @@ def main() -> int:
             big = Path(tmp) / "many.sqlite"
             started = time.perf_counter()
             turns = many(rows, args.turns)
-            vectors = question_vectors([r["question"] for r in turns])
+            vectors = None if args.without_vectors else question_vectors([r["question"] for r in turns])
             embedding = time.perf_counter() - started
             seed_store(big, turns, vectors)
             seeding = time.perf_counter() - started
