@@ -247,3 +247,36 @@ def test_stored_question_vectors_are_used_only_for_their_model():
     asked.clear()
     report = build_report(summary, embed, None, threshold=0.9, model=None)  # no model named: embed all
     assert sorted(asked) == ["damaged", "old record", "other model", "stored"]
+
+
+@pytest.mark.weaviate
+@pytest.mark.models
+def test_the_gaps_command_reuses_the_vectors_the_service_stored(weaviate_service, tmp_path, embeddings):
+    """The whole report against a real index: a turn stored with its question's vector (as the
+    service stores it) is not embedded again, an older turn without one is; a question on a topic
+    the sample docs never name is missing, with the words that say so."""
+    from fieldguide.commands.gaps import gap_report
+    from fieldguide.embedding import question_vector_record, question_vector_space
+    from fieldguide.service.state.sqlite import SqliteState
+    from tests.conftest import ingested_collection
+
+    with ingested_collection(weaviate_service, tmp_path / "data", embeddings, prefix="Gaps") as settings:
+        settings = settings.model_copy(update={"state_url": f"sqlite:///{tmp_path}/state.sqlite"})
+        stored = "How do I run payroll for my employees' wages?"
+        older = "Which fields does the booking form have?"
+        state = SqliteState(tmp_path / "state.sqlite")
+        try:
+            for conversation, question, vector in (("c1", stored, True), ("c2", older, False)):
+                record = state.start(conversation, question)
+                final = {"abstain": True, "answer": "The documentation does not say.", "sentences": [], "citations": []}
+                if vector:
+                    final["question_vector"] = question_vector_record(question_vector_space(settings),
+                                                                      embeddings.embed_query(question))
+                state.finish(record.finish("done", final))
+        finally:
+            state.close()
+        report = json.loads(gap_report(settings, 0.0, "json", None))
+    assert report["embedded_wordings"] == 1 and report["problem_turns"] == 2
+    (payroll,) = [c for c in report["clusters"] if stored in c["questions"]]
+    assert payroll["kind"] == "missing" and "payroll" in [w["word"] for w in payroll["topic_words"]]
+    assert any(older in c["questions"] for c in report["clusters"])
