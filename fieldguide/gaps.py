@@ -22,9 +22,11 @@ above that noise is a *strong candidate*.
 * **disliked**: most of the cluster's turns were answered and voted down;
 * **missing**: the words the cluster's questions turn on are words the docs do not use
   (`topic_words`), or nothing stands out of the noise even with the broader search;
-* **not_found**: otherwise, when a strong candidate exists: the docs cover it, retrieval (or
-  the section's wording) missed it; the candidates are named as `file#heading`, three or, when
-  they score within the index's abstain margin of the best, up to five.
+* **not_found**: otherwise, when a candidate stands out: above the noise when the docs use
+  the topic words, above the strong level when the index has no term statistics to tell (an
+  index built before them). The docs cover it, retrieval (or the section's wording) missed it;
+  the candidates are named as `file#heading`, three or, when they score within the index's
+  abstain margin of the best, up to five.
 
 Why topic words: the calibration's probes are off-topic questions, so they only measure
 off-topic noise. A question in the product's domain about something its docs lack (payroll in a
@@ -572,6 +574,7 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
         if new:
             word_cache.update(zip(new, embed(new)))
         return [word_cache[w] for w in words]
+
     for group in groups:
         members = [wordings[i] for i in group]
         turns = [t for w in members for t in by_wording[w]]
