@@ -190,6 +190,37 @@ def embedding_prompts(settings) -> tuple[str, str]:
     return str(query), str(passage)
 
 
+# Decimals a question's vector is stored with (`question_vector_record`): coordinates of a unit
+# vector rounded to 1e-6 move any cosine by less than 1e-5, far below what a threshold tells
+# apart, and a stored turn carries about 4 KB of vector instead of 8 KB at full repr precision.
+STORED_VECTOR_DECIMALS = 6
+
+
+def question_vector_space(settings) -> str:
+    """The id of the space a question's vector lives in: the model (its manifest id), the
+    backend's vector space (fp32 or int8, see `VECTOR_SPACES`) and the query prompt put before
+    questions. Two vectors with the same id are comparable; `fieldguide gaps` reuses a vector
+    stored with a turn only when its id is the one the current settings give."""
+    backend = embedding_backend_id(settings)
+    space = f"{embedding_model_id(settings)} [{VECTOR_SPACES.get(backend, backend)}]"
+    query_prompt, _ = embedding_prompts(settings)
+    return f"{space} query prompt {query_prompt!r}" if query_prompt else space
+
+
+def question_vector_record(space: str, vector) -> dict:
+    """How a question's vector is stored with its turn: {"model": space id, "vector": [...]}."""
+    return {"model": space, "vector": [round(float(x), STORED_VECTOR_DECIMALS) for x in vector]}
+
+
+def embed_questions(embeddings, texts: list[str]) -> list[list[float]]:
+    """Many questions embedded in batches as `embed_query` embeds one: with the query prompt
+    (not the passage prompt `embed_documents` puts before chunks), so they match the vectors the
+    query graph searched with and stored."""
+    if isinstance(embeddings, PromptedEmbeddings):
+        return embeddings.embed_queries(texts)
+    return embeddings.embed_documents(list(texts))
+
+
 class PromptedEmbeddings:
     """Embeddings that put the query prompt before questions and the passage prompt before chunks."""
 
@@ -203,6 +234,10 @@ class PromptedEmbeddings:
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.embeddings.embed_documents([self.passage_prompt + text for text in texts])
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Questions in batches, each with the query prompt (`embed_query` for many)."""
+        return self.embeddings.embed_documents([self.query_prompt + text for text in texts])
 
     def __getattr__(self, name):  # the model's other attributes (its client, for the dimension)
         return getattr(self.embeddings, name)

@@ -8,9 +8,9 @@ report says how many answered turns could not be checked.
 
 Problem turns are clustered by the meaning of their question (the standalone question when
 the turn has one): the index's own embedding model, normalised vectors, a greedy pass that
-joins a question to the nearest cluster whose centroid is at least `cluster_threshold` away
-in cosine and otherwise opens a new one (largest wordings first, so a common wording seeds
-its cluster).
+joins a question to the cluster whose members it is on average closest to when that mean
+cosine reaches `cluster_threshold`, and otherwise opens a new one (largest wordings first, so
+a common wording seeds its cluster); clusters whose members are that close on average merge.
 
 Each cluster is then searched again, more broadly than the answer graph does: dense search
 and Weaviate's hybrid (BM25 + vector) search, `BROAD_K` candidates each, for a few of its
@@ -20,9 +20,23 @@ questions' best score is `rerank_min`, the noise level; a section that stands `a
 above that noise is a *strong candidate*.
 
 * **disliked**: most of the cluster's turns were answered and voted down;
-* **not_found**: a strong candidate exists: the docs cover it, retrieval (or the section's
-  wording) missed it; the candidates are named as `file#heading`;
-* **missing**: nothing stands out of the noise, even with the broader search.
+* **missing**: the words the cluster's questions turn on are words the docs do not use
+  (`topic_words`), or nothing stands out of the noise even with the broader search;
+* **not_found**: otherwise, when a candidate stands out: above the noise when the docs use
+  the topic words, above the strong level when the index has no term statistics to tell (an
+  index built before them). The docs cover it, retrieval (or the section's wording) missed it;
+  the candidates are named as `file#heading`, three or, when they score within the index's
+  abstain margin of the best, up to five.
+
+Why topic words: the calibration's probes are off-topic questions, so they only measure
+off-topic noise. A question in the product's domain about something its docs lack (payroll in a
+budgeting app) shares domain words with many sections ("pay", "budget") and reads well above
+that noise, as high as a question about a covered topic worded far from its section. What
+tells the two apart is which words carry the question: a reader who words a covered topic
+differently still names things the docs talk about, with unusual words on the side ("blew past
+my food limit"), while a missing topic's own name is a word the docs never use. The words that
+carry a cluster are found as KeyBERT does: the words whose own embedding is closest to the
+cluster's centroid; whether the docs use them is read from the index's term statistics.
 """
 from __future__ import annotations
 
@@ -44,7 +58,22 @@ KINDS = ("missing", "not_found", "disliked")
 # the same thing; anything less could be chance.
 BROAD_K = 30  # candidates per search kind (the graph's search takes ~12)
 SEARCH_WORDINGS = 3  # wordings of a cluster searched again
-NEAREST = 3  # sections named per cluster
+NEAREST = 3  # sections named per cluster, at least (when found)
+# ... and up to this many when they score within the index's abstain margin of the best: a
+# section that does not stand out from the best by the index's own unit of standing out is as
+# likely to be the one the readers needed (far-worded questions often rank it 4th or 5th).
+NEAREST_MAX = 5
+# Topic words (`topic_words`): the cluster's words closest in meaning to what it asks, read from
+# this many of its most-asked wordings.
+TOPIC_WORDINGS = 10
+TOPIC_WORDS = 3
+# A word found in at most this many chunks of the index is at most a passing mention there: a
+# section about a topic names it in its heading, which every chunk under that heading carries
+# (`fieldguide.bm25.document_words`), or repeats it in its text.
+PASSING_MENTION_CHUNKS = 2
+# A cluster is "missing" when at least this share of its topic words' weight is on words the
+# docs do not use: most of what the readers ask about is something the docs never name.
+UNKNOWN_TOPIC_SHARE = 0.5
 
 
 # --- reading stored turns -----------------------------------------------------------------
@@ -200,9 +229,27 @@ def probe_threshold(embed) -> float:
     return round(float(sims.max()), 4)
 
 
-def cluster_questions(vectors, threshold: float) -> list[list[int]]:
-    """Greedy centroid clustering of normalised row vectors: each row (in the order given) joins
-    the nearest cluster whose centroid's cosine reaches `threshold`, else starts its own."""
+CLUSTER_BLOCK = 512  # wordings compared with the clusters in one matrix product
+
+
+def cluster_questions(vectors, threshold: float, block: int = CLUSTER_BLOCK) -> list[list[int]]:
+    """Greedy clustering of row vectors (normalised here) by average linkage: each row, in the
+    order given, joins the cluster whose members it is closest to on average (mean cosine) when
+    that reaches `threshold`, else starts its own; `_merge_close` then joins clusters the order
+    split.
+
+    Average linkage rather than closeness to a normalised centroid: the normalised centroid of
+    a cluster of loosely related wordings moves towards what they share (the product's domain),
+    so it grows closer to every question of the domain as the cluster grows and clusters chain
+    unrelated needs together. The mean cosine to the members does not grow with size; it is the
+    dot product with the members' mean vector, so it costs the same.
+
+    Rows are taken `block` at a time: one matrix product compares a block with every cluster
+    opened before it, and the rows that join one are added at once (the means they meet are
+    those of the block's start). Only the rest, the rows that open new clusters, are compared
+    one by one, and only with the clusters opened within their block. So the work in Python is
+    one small step per row, the comparisons are matrix products, and nothing holds a rows x rows
+    or clusters x clusters matrix in memory."""
     import numpy as np
 
     matrix = np.asarray(vectors, dtype=np.float32)
@@ -210,53 +257,83 @@ def cluster_questions(vectors, threshold: float) -> list[list[int]]:
         return []
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = matrix / np.where(norms == 0, 1.0, norms)
-    capacity = 64
-    sums = np.zeros((capacity, matrix.shape[1]), dtype=np.float32)
-    centroids = np.zeros_like(sums)
+    sums = np.zeros((max(64, block), matrix.shape[1]), dtype=np.float32)
+    means = np.zeros_like(sums)
     members: list[list[int]] = []
-    for row, vector in enumerate(matrix):
-        count = len(members)
-        if count:
-            sims = centroids[:count] @ vector
-            best = int(np.argmax(sims))
-            if sims[best] >= threshold:
-                members[best].append(row)
-                sums[best] += vector
-                centroids[best] = sums[best] / (np.linalg.norm(sums[best]) or 1.0)
-                continue
-        if count == capacity:
-            capacity *= 2
-            sums = np.vstack([sums, np.zeros_like(sums)])
-            centroids = np.vstack([centroids, np.zeros_like(centroids)])
-        sums[count] = vector
-        centroids[count] = vector
-        members.append([row])
-    return _merge_close(members, sums[:len(members)], threshold)
+    for start in range(0, len(matrix), block):
+        rows = matrix[start:start + block]
+        before = len(members)
+        joined = np.zeros(len(rows), dtype=bool)
+        best = np.zeros(len(rows), dtype=np.int64)
+        if before:
+            sims = rows @ means[:before].T
+            best = np.argmax(sims, axis=1)
+            joined = sims[np.arange(len(rows)), best] >= threshold
+            np.add.at(sums, best[joined], rows[joined])
+            for offset in np.flatnonzero(joined):
+                members[best[offset]].append(start + int(offset))
+        for offset in np.flatnonzero(~joined):
+            vector = rows[offset]
+            count = len(members)
+            if count > before:  # clusters opened within this block
+                local = means[before:count] @ vector
+                nearest = int(np.argmax(local))
+                if local[nearest] >= threshold:
+                    target = before + nearest
+                    members[target].append(start + int(offset))
+                    sums[target] += vector
+                    means[target] = sums[target] / len(members[target])
+                    continue
+            if count == len(sums):
+                sums = np.vstack([sums, np.zeros_like(sums)])
+                means = np.vstack([means, np.zeros_like(means)])
+            sums[count] = vector
+            means[count] = vector
+            members.append([start + int(offset)])
+        touched = np.unique(best[joined]) if before else np.zeros(0, dtype=np.int64)
+        if len(touched):
+            sizes = np.array([len(members[i]) for i in touched], dtype=np.float32)[:, None]
+            means[touched] = sums[touched] / sizes
+    return _merge_close(members, sums[:len(members)], threshold, block)
 
 
-def _merge_close(members: list[list[int]], sums, threshold: float) -> list[list[int]]:
-    """Merge clusters whose centroids are at least `threshold` apart in cosine (the greedy pass
-    depends on order: two halves of one need can each open a cluster), closest pairs first."""
+def _close_pairs(means, threshold: float, block: int):
+    """(a, b, mean cosine) of every pair of clusters a < b whose members' mean vectors' dot product
+    (their average cosine) reaches `threshold`, a block of rows at a time (never the whole
+    clusters x clusters matrix)."""
+    import numpy as np
+
+    found = []
+    for start in range(0, len(means), block):
+        sims = means[start:start + block] @ means.T
+        rows, cols = np.nonzero(sims >= threshold)
+        rows = rows + start
+        keep = cols > rows
+        found.append(np.stack([rows[keep], cols[keep], sims[rows[keep] - start, cols[keep]]], axis=1))
+    return np.concatenate(found) if found else np.zeros((0, 3))
+
+
+def _merge_close(members: list[list[int]], sums, threshold: float, block: int = CLUSTER_BLOCK) -> list[list[int]]:
+    """Merge clusters whose members are on average at least `threshold` close in cosine (the
+    greedy pass depends on order: two halves of one need can each open a cluster), closest
+    pairs first; each round merges disjoint pairs, until no pair is left."""
     import numpy as np
 
     while len(members) > 1:
-        centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
-        sims = centroids @ centroids.T
-        np.fill_diagonal(sims, -1.0)
-        pairs = np.argwhere(np.triu(sims >= threshold))
+        sizes = np.array([len(m) for m in members], dtype=np.float32)[:, None]
+        pairs = _close_pairs(sums / sizes, threshold, block)
         if not len(pairs):
             break
-        order = np.argsort(-sims[pairs[:, 0], pairs[:, 1]])
         used, merged = set(), []
-        for a, b in pairs[order]:
+        for a, b, _ in pairs[np.argsort(-pairs[:, 2], kind="stable")]:
+            a, b = int(a), int(b)
             if a in used or b in used:
                 continue
-            used.update((int(a), int(b)))
-            merged.append((int(a), int(b)))
+            used.update((a, b))
+            merged.append((a, b))
         keep = [i for i in range(len(members)) if i not in used]
         members = [members[i] for i in keep] + [members[a] + members[b] for a, b in merged]
-        sums = np.vstack([sums[keep]] + [sums[a] + sums[b] for a, b in merged]) if merged else sums[keep]
-        sums = sums.reshape(len(members), -1)
+        sums = np.vstack([sums[keep]] + [(sums[a] + sums[b])[None, :] for a, b in merged])
     return [sorted(m) for m in members]
 
 
@@ -270,6 +347,7 @@ class Cluster:
     nearest: list[dict]  # {"source", "heading_path", "score"}
     reason: str
     action: str
+    topic: "TopicWords | None" = None
 
     @property
     def count(self) -> int:
@@ -280,7 +358,9 @@ class Cluster:
         return {"kind": self.kind, "count": self.count, "questions": self.wordings, "nearest": self.nearest,
                 "action": self.action, "reason": self.reason, "turn_reasons": dict(reasons),
                 "comments": [c for t in self.turns for c in t.comments],
-                "turns": [f"{t.conversation_id}#{t.turn}" for t in self.turns]}
+                "turns": [f"{t.conversation_id}#{t.turn}" for t in self.turns],
+                "topic_words": [{"word": w, "closeness": c, "chunks": n} for w, c, n in self.topic.words]
+                if self.topic else []}
 
 
 def section_name(source: str, heading_path: Sequence[str]) -> str:
@@ -305,6 +385,15 @@ class BroadSearch:
     def strong(self) -> float:
         return float(self.calibration.rerank_min) + float(self.calibration.abstain_margin)
 
+    @property
+    def margin(self) -> float:
+        return float(self.calibration.abstain_margin)
+
+    @property
+    def document_frequency(self) -> dict[str, int] | None:
+        """Chunks of the index holding each word; None for an index built without term statistics."""
+        return self.term_stats.document_frequency if self.term_stats is not None else None
+
     def sections(self, questions: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[dict]:
         """Sections (best first) with the best score any of `questions` gave them."""
         store = self.resources.store
@@ -324,9 +413,73 @@ class BroadSearch:
         return [{"source": s, "heading_path": list(h), "score": round(v, 4)} for (s, h), v in ranked]
 
 
-def classify(turns: list[ProblemTurn], sections: list[dict], strong: float,
-             noise: float) -> tuple[str, str, str, list[dict]]:
-    """(kind, reason, action, nearest) of one cluster."""
+def unit_mean(vectors) -> list[float]:
+    """The mean direction of `vectors` (each normalised first, so none weighs more for its length)."""
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float64)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return matrix.mean(axis=0).tolist()
+
+
+@dataclass
+class TopicWords:
+    """The words a cluster turns on, and how much of their weight the docs do not use."""
+
+    words: list[tuple[str, float, int]]  # (word, closeness to the cluster's centroid, chunks that hold it)
+    unknown_share: float  # share of the closeness on words in at most PASSING_MENTION_CHUNKS chunks
+
+    @property
+    def unknown(self) -> list[str]:
+        return [w for w, _, chunks in self.words if chunks <= PASSING_MENTION_CHUNKS]
+
+
+def topic_words(wordings: Sequence[str], centroid, word_vectors, document_frequency: dict[str, int],
+                count: int | None = None) -> TopicWords | None:
+    """The `count` words of `wordings` closest in cosine to `centroid` (the cluster's mean question
+    vector), as KeyBERT picks key words: a question's topic is what its vector is mostly made
+    of, function words and asides are far from it. `word_vectors(words) -> vectors` embeds
+    single words; `document_frequency` is the index's (chunks holding each word). Each topic
+    word weighs its closeness (negative closeness counts as none); `unknown_share` is the share
+    of that weight on words the docs hold in at most PASSING_MENTION_CHUNKS chunks. Numbers
+    are left out: they name amounts, not topics. None when there is no word to weigh."""
+    import numpy as np
+
+    from fieldguide.words import words as split_words
+
+    candidates = list(dict.fromkeys(w for text in wordings for w in split_words(text) if not w.isdigit()))
+    if not candidates:
+        return None
+    matrix = np.asarray(word_vectors(candidates), dtype=np.float64)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    centre = np.asarray(centroid, dtype=np.float64)
+    centre /= max(float(np.linalg.norm(centre)), 1e-12)
+    closeness = matrix @ centre
+    order = np.argsort(-closeness, kind="stable")[:count or TOPIC_WORDS]
+    chosen = [(candidates[i], round(float(closeness[i]), 4), int(document_frequency.get(candidates[i], 0)))
+              for i in order]
+    total = sum(max(c, 0.0) for _, c, _ in chosen)
+    unknown = sum(max(c, 0.0) for _, c, n in chosen if n <= PASSING_MENTION_CHUNKS)
+    return TopicWords(chosen, unknown / total if total > 0 else 0.0)
+
+
+def named_sections(sections: list[dict], margin: float | None) -> list[dict]:
+    """The sections a cluster names: the best NEAREST, and further ones up to NEAREST_MAX while
+    they score within `margin` (the index's abstain margin) of the best."""
+    if not sections:
+        return []
+    named = sections[:NEAREST]
+    if margin is not None and sections[0]["score"] is not None:
+        close = sections[0]["score"] - margin
+        named += [s for s in sections[NEAREST:NEAREST_MAX] if s["score"] is not None and s["score"] >= close]
+    return named
+
+
+def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, noise: float,
+             topic: TopicWords | None = None, margin: float | None = None) -> tuple[str, str, str, list[dict]]:
+    """(kind, reason, action, nearest) of one cluster: `sections` from the broad search, best
+    first; `topic` its topic words (None: not known, the levels alone decide); `margin` how
+    close to the best a further candidate must score to be named (`named_sections`)."""
     disliked = [t for t in turns if t.answered and "disliked" in t.reasons]
     if len(disliked) * 2 > len(turns):
         cited = Counter(section_name(c.get("source", ""), c.get("heading_path") or [])
@@ -340,20 +493,35 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float,
         where = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest) or "the cited sections"
         return ("disliked", reason, f"Read the answers and {where}: correct or complete the section the "
                 "answers came from, or add what readers asked for.", nearest)
-    nearest = sections[:NEAREST]
+    nearest = named_sections(sections, margin)
     top = nearest[0]["score"] if nearest else None
-    if top is not None and top >= strong:
-        names = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest if n["score"] >= strong)
+    best = f"{top:.3f}" if top is not None else "nothing"
+    if topic is not None and topic.unknown_share >= UNKNOWN_TOPIC_SHARE:
+        unknown = ", ".join(f'"{w}"' for w in topic.unknown)
+        reason = (f"the questions turn on words the docs do not use ({unknown}: in at most "
+                  f"{PASSING_MENTION_CHUNKS} chunks of the index; {topic.unknown_share:.0%} of the weight of the "
+                  f"topic words {', '.join(w for w, _, _ in topic.words)}); best candidate {best} "
+                  f"(strong level {strong:.3f}, noise {noise:.3f})")
+        return ("missing", reason, "Write a section on this topic (or say plainly that it is not supported); "
+                "the docs do not name it.", nearest[:NEAREST])
+    # The strong level tells a covered topic from an absent one by score alone. When the topic
+    # words are known and the docs use them, that question is settled, and a candidate above the
+    # noise (what off-topic questions reach) is evidence enough that the docs discuss it.
+    level, level_name = (noise, "noise level") if topic is not None else (strong, "strong level")
+    if top is not None and top >= level:
+        names = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest if n["score"] >= level)
         reason = (f"the broader search finds {section_name(nearest[0]['source'], nearest[0]['heading_path'])} "
-                  f"at {top:.3f}, above the index's strong level {strong:.3f} (noise {noise:.3f})")
+                  f"at {top:.3f}, above the index's {level_name} {level:.3f} (noise {noise:.3f}, strong "
+                  f"{strong:.3f})")
+        if topic is not None:
+            reason += f"; the docs use most of the topic words ({', '.join(w for w, _, _ in topic.words)})"
         return ("not_found", reason, f"The docs cover this in {names}, but answers did not find it: use the "
                 "readers' wording (see the questions) in that section's heading or opening sentence, or add "
                 "a short FAQ entry that links to it.", nearest)
-    best = f"{top:.3f}" if top is not None else "nothing"
     reason = (f"nothing in the index stands out even with the broader search (best {best}, strong level "
               f"{strong:.3f}, noise {noise:.3f})")
     return ("missing", reason, "Write a section on this topic (or say plainly that it is not supported); "
-            "nothing in the docs answers it.", nearest)
+            "nothing in the docs answers it.", nearest[:NEAREST])
 
 
 @dataclass
@@ -398,17 +566,33 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
     clusters = []
     strong = search.strong if search else math.inf
     noise = search.noise if search else math.inf
+    frequency = search.document_frequency if search else None
+    word_cache: dict[str, list[float]] = {}
+
+    def word_vectors(words: list[str]) -> list[list[float]]:  # clusters share many words: each embedded once
+        new = [w for w in words if w not in word_cache]
+        if new:
+            word_cache.update(zip(new, embed(new)))
+        return [word_cache[w] for w in words]
+
     for group in groups:
         members = [wordings[i] for i in group]
         turns = [t for w in members for t in by_wording[w]]
         members.sort(key=lambda w: -counts[w])
         disliked = sum(1 for t in turns if t.answered and "disliked" in t.reasons)
         sections: list[dict] = []
+        topic = None
         if search is not None and disliked * 2 <= len(turns):
-            picks = sorted(group, key=lambda i: -counts[wordings[i]])[:SEARCH_WORDINGS]
+            ranked = sorted(group, key=lambda i: -counts[wordings[i]])
+            picks = ranked[:SEARCH_WORDINGS]
             sections = search.sections([wordings[i] for i in picks], [vectors[i] for i in picks])
-        kind, reason, action, nearest = classify(turns, sections, strong, noise)
-        clusters.append(Cluster(kind, turns, members, nearest, reason, action))
+            if frequency is not None:
+                rows = ranked[:TOPIC_WORDINGS]
+                topic = topic_words([wordings[i] for i in rows], unit_mean([vectors[i] for i in rows]),
+                                    word_vectors, frequency)
+        kind, reason, action, nearest = classify(turns, sections, strong, noise, topic,
+                                                 search.margin if search else None)
+        clusters.append(Cluster(kind, turns, members, nearest, reason, action, topic))
     clusters.sort(key=lambda c: (-c.count, KINDS.index(c.kind)))
     seconds["search"] = round(time.perf_counter() - started, 3)
     return GapReport(clusters, summary, seconds, None if search is None else strong,

@@ -86,12 +86,14 @@ def report_for(summary, settings, threshold: float | None, resources=None):
         context = open_resources(settings)
         resources = context.__enter__()
     try:
+        from fieldguide.embedding import embed_questions, question_vector_space
+
         embeddings = resources.embeddings
         search = BroadSearch(resources)
-        from fieldguide.embedding import embedding_model_path
-
-        return build_report(summary, embeddings.embed_documents, search, threshold,
-                            embedding_model_path(settings))
+        # questions are embedded as the query graph embeds them, so that a wording embedded here
+        # and one whose vector the service stored (named by the same vector space) are comparable
+        return build_report(summary, lambda texts: embed_questions(embeddings, texts), search, threshold,
+                            question_vector_space(settings))
     finally:
         if own:
             context.__exit__(None, None, None)

@@ -110,6 +110,7 @@ class Service:
     _tidied_at: float = 0.0
     index_description: dict | None = None
     _index_version: tuple[float, str | None] | None = None
+    _vector_space: str | None = None
 
     @property
     def conversations(self):
@@ -185,7 +186,8 @@ class Service:
             if outcome is None:
                 record = record.finish("error", error=cancel_reason or "the answer was cancelled")
             else:
-                record = record.finish(outcome.status, self._with_freshness(outcome.final), outcome.error)
+                final = self._with_question_vector(self._with_freshness(outcome.final), outcome.query_vector)
+                record = record.finish(outcome.status, final, outcome.error)
             self.state.turns.finish(record)
         except Exception:
             log.exception("could not store the turn of conversation %s", record.conversation_id)
@@ -202,6 +204,18 @@ class Service:
         if version:
             extra["index_version"] = version
         return {**final, **extra}
+
+    def _with_question_vector(self, final: dict | None, vector: list[float] | None) -> dict | None:
+        """The final state with the standalone question's vector in the stored form
+        (`fieldguide.embedding.question_vector_record`), named by the vector space of the
+        configured embedding model; unchanged when the turn made no vector."""
+        if not vector:
+            return final
+        from fieldguide.embedding import question_vector_record, question_vector_space
+
+        if self._vector_space is None:
+            self._vector_space = question_vector_space(self.settings)
+        return {**(final or {}), "question_vector": question_vector_record(self._vector_space, vector)}
 
     def index_version(self) -> str | None:
         """The index's version (digest of its file manifest), read at most every

@@ -14,7 +14,7 @@ import contextlib
 import operator
 import re
 import time
-from typing import Annotated, Any, AsyncIterator, Iterator
+from typing import Annotated, Any, AsyncIterator, Callable, Iterator
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -104,6 +104,7 @@ class ScriptedState(TypedDict):
     conversation_id: NotRequired[str | None]
     questions: NotRequired[Annotated[list[str], operator.add]]  # every question of the conversation
     intent: NotRequired[str]
+    query_vector: NotRequired[list[float]]
     abstain: NotRequired[bool]
     context: NotRequired[list[dict]]
     answer: NotRequired[str]
@@ -125,14 +126,16 @@ class ScriptedOutput(TypedDict):
 
 def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, context: list[dict] | None = None,
                          token_delay: float = 0.0, fail_with: BaseException | None = None, fail_if: str = "",
-                         one_at_a_time: bool = False):
+                         one_at_a_time: bool = False, embed: Callable[[str], list[float]] | None = None):
     """Compile the scripted graph.
 
     `answer` may contain `{question}` (so concurrent conversations can be told apart) and
     `{turn}` (how many questions the conversation has had, as its checkpoints remember);
     `fail_with` is raised by the generate node for questions containing `fail_if` (all
     questions when it is empty), to exercise fault handling. `one_at_a_time` lets one answer
-    be generated at a time (one model per process, as a local llama.cpp model is).
+    be generated at a time (one model per process, as a local llama.cpp model is). With
+    `embed(question) -> vector`, an embed node puts the question's vector in the state as
+    `query_vector`, as the real graph's embed node does (not part of the output either).
     """
     blocks = DEFAULT_CONTEXT if context is None else context
     generating: list[asyncio.Lock] = []  # made on first use, inside the loop that runs the turns
@@ -144,6 +147,9 @@ def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, con
     def search(state: ScriptedState) -> dict:
         return {"context": [dict(b) for b in blocks], "abstain": not blocks,
                 "timings_ms": {**state.get("timings_ms", {}), "search": 0.01}}
+
+    def embed_question(state: ScriptedState) -> dict:
+        return {"query_vector": [float(x) for x in embed(state["question"])]}
 
     async def generate(state: ScriptedState, config, writer: StreamWriter) -> dict:
         started = time.perf_counter()
@@ -169,7 +175,12 @@ def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, con
     builder.add_node("search", search)
     builder.add_node("generate", generate)
     builder.add_edge(START, "route")
-    builder.add_edge("route", "search")
+    if embed is not None:
+        builder.add_node("embed", embed_question)
+        builder.add_edge("route", "embed")
+        builder.add_edge("embed", "search")
+    else:
+        builder.add_edge("route", "search")
     builder.add_edge("search", "generate")
     builder.add_edge("generate", END)
     return builder.compile(checkpointer=checkpointer)

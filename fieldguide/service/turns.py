@@ -11,6 +11,10 @@ the answer's citation markers `[n]` use, and `url`, where its lines can be read;
 carries the answer's `citations`, its checked `sentences` and the `standalone_question`
 retrieval read.
 
+The vector the embed node made of the standalone question is not part of the graph's output;
+it is taken from that node's result as it streams by (`TurnOutcome.query_vector`) and stored
+with the turn, so `fieldguide gaps` need not embed the question again.
+
 The conversation's checkpoint is written once, when the turn ends (`durability="exit"`),
 instead of after every step; the history the next question sees is the same (a turn that
 fails is kept as far as it got, as with per-step saving).
@@ -57,6 +61,7 @@ class TurnOutcome:
     status: str
     final: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    query_vector: list[float] | None = None  # the standalone question's vector, when the graph made one
 
 
 def failure_message(exc: BaseException, conversation_id: str = "") -> str:
@@ -72,6 +77,7 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
     first_token_ms: float | None = None
     final: dict[str, Any] = {}
     context: list[dict] | None = None
+    query_vector: list[float] | None = None
     sources_sent = False
 
     def send_sources() -> None:
@@ -101,6 +107,8 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
                     result = chunk.get("result")
                     if isinstance(result, dict) and isinstance(result.get("context"), list):
                         context = result["context"]
+                    if isinstance(result, dict) and isinstance(result.get("query_vector"), list):
+                        query_vector = result["query_vector"]
             elif mode == "custom":
                 if isinstance(chunk, dict) and isinstance(chunk.get("token"), str) and chunk["token"]:
                     send_token(chunk["token"])
@@ -124,7 +132,7 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
         if turn_number is not None:  # what POST /conversations/{id}/feedback calls this turn
             done["turn"] = turn_number
         conversation.append("done", done)
-        return TurnOutcome("done", {**final, "timings_ms": timings})
+        return TurnOutcome("done", {**final, "timings_ms": timings}, query_vector=query_vector)
     except asyncio.CancelledError:
         conversation.append("error", {"message": conversation.cancel_reason or "the answer was cancelled"})
         raise
@@ -134,4 +142,4 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             conversation.append("error", {"message": message})
         except FieldguideError:  # the log itself is out of reach (Redis down): its lease will end the turn
             log.warning("conversation %s: could not write its error event", conversation.id)
-        return TurnOutcome("error", final, message)
+        return TurnOutcome("error", final, message, query_vector)

@@ -69,3 +69,63 @@ def test_turns_survive_a_restart_and_an_interrupted_one_is_marked(tmp_path):
         assert [f.rating for f in again.turns.feedback_since(0)] == ["up"]
     finally:
         again.close()
+
+
+def finished_turns(turns, conversation_id: str, timeout: float = 10.0):
+    """The conversation's records once none is running: a record is completed just after the
+    stream's `done` event, so a reader that has seen `done` may still find it running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = turns.turns(conversation_id)
+        if records and all(r.status != "running" for r in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.02)
+
+
+@pytest.mark.models
+def test_a_finished_turn_stores_its_question_vector_for_gaps(backend, embeddings):
+    """The vector the graph searched with is stored with the turn, named by its vector space, and
+    `fieldguide gaps` then clusters the stored question without embedding it again."""
+    from fieldguide.embedding import question_vector_space
+    from fieldguide.gaps import build_report, problem_turns
+
+    def graph(checkpointer=None):  # abstains (no context), so the turn is one gaps reports
+        return build_scripted_graph(checkpointer, context=[], embed=embeddings.embed_query)
+
+    app = make_app(graph, **backend)
+    turns = app.state.service.state.turns
+    began = time.time()
+    question = "Can I pay my staff their wages from the app?"
+    with serve(app) as base, httpx.Client(timeout=30) as client:  # the state is open while it serves
+        started = client.post(base + "/conversations", json={"question": question}).json()
+        read(client, base, started["stream_url"])
+        (record,) = finished_turns(turns, started["conversation_id"])
+        summary = problem_turns(turns.turns_since(began), turns.feedback_since(began), began)
+    space = question_vector_space(app.state.service.settings)
+    assert record.status == "done" and record.abstain is True
+    assert record.question_vector["model"] == space
+    stored = record.question_vector["vector"]
+    expected = embeddings.embed_query(question)
+    assert len(stored) == len(expected) and max(abs(a - b) for a, b in zip(stored, expected)) < 1e-6
+
+    asked = []
+
+    def embed(texts):
+        asked.extend(texts)
+        return embeddings.embed_documents(texts)
+
+    report = build_report(summary, embed, None, threshold=0.5, model=space)
+    assert report.embedded == 0 and question not in asked
+    assert [c.wordings for c in report.clusters] == [[question]]
+
+
+def test_a_turn_without_a_vector_is_stored_without_one(tmp_path):
+    """A graph with no embed step (or a turn that failed before it) leaves the field empty: gaps
+    then embeds that wording itself."""
+    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer),
+                   state_url=f"sqlite:///{tmp_path}/state.sqlite")
+    with serve(app) as base, httpx.Client(timeout=30) as client:
+        started = client.post(base + "/conversations", json={"question": "Which fields?"}).json()
+        read(client, base, started["stream_url"])
+        (record,) = finished_turns(app.state.service.state.turns, started["conversation_id"])
+    assert record.status == "done" and record.question_vector is None

@@ -76,3 +76,33 @@ def test_the_manifest_records_the_prompts_the_index_was_built_with(prompted_mode
         manifest = store.manifest()
     assert (manifest["query_prompt"], manifest["passage_prompt"]) == ("query: ", "passage: ")
     assert manifest["calibration"]["chunks"] > 0
+
+
+def test_questions_in_a_batch_get_the_query_prompt_and_their_vector_space_names_it(prompted_model):
+    """`fieldguide gaps` embeds many questions at once; they must match the vectors the query graph
+    made one by one (query prompt, not passage prompt), and a stored vector is named by a vector
+    space that changes with the prompt."""
+    from fieldguide.embedding import PromptedEmbeddings, embed_questions, question_vector_record, question_vector_space
+    from fieldguide.settings import Settings
+
+    class Recorder:
+        def __init__(self):
+            self.seen = []
+
+        def embed_documents(self, texts):
+            self.seen.extend(texts)
+            return [[0.123456789, 1.0] for _ in texts]
+
+    inner = Recorder()
+    assert embed_questions(PromptedEmbeddings(inner, "query: ", "passage: "), ["a?", "b?"]) == [[0.123456789, 1.0]] * 2
+    assert inner.seen == ["query: a?", "query: b?"]
+    plain = Recorder()
+    embed_questions(plain, ["a?"])
+    assert plain.seen == ["a?"]
+
+    prompted = question_vector_space(Settings(embedding_model=str(prompted_model)))
+    unprompted = question_vector_space(Settings(embedding_model=str(prompted_model), embedding_query_prompt=""))
+    assert prompted != unprompted and "query: " in prompted
+    assert question_vector_space(Settings()) == question_vector_space(Settings(embedding_backend="torch"))  # one space
+    assert question_vector_space(Settings()) != question_vector_space(Settings(embedding_quantization="int8"))
+    assert question_vector_record("s", [0.123456789, 1]) == {"model": "s", "vector": [0.123457, 1.0]}

@@ -2,8 +2,10 @@
 
 A turn record is written when a turn starts (its question) and completed when it ends, from
 the turn's final state: standalone question, answer, citations, sentences, intent, abstain,
-timings and the index version when the state carries them (fields the state lacks are left
-empty). Feedback is stored with a copy of the turn it rates, so it stays meaningful after
+timings, the index version and the standalone question's vector when the state carries them
+(fields the state lacks are left empty). The vector is the one retrieval searched with,
+`{"model": vector space id, "vector": [...]}` (`fieldguide.embedding.question_vector_space`):
+`fieldguide gaps` clusters stored questions by it instead of embedding every wording again. Feedback is stored with a copy of the turn it rates, so it stays meaningful after
 the conversation itself has expired.
 
 Every backend implements `TurnStore`; records outlive the event logs (they are kept
@@ -19,7 +21,7 @@ from typing import Any, Iterator, Protocol
 
 # What a turn record copies from the final state, when present.
 STATE_FIELDS = ("standalone_question", "answer", "intent", "abstain", "citations", "sentences",
-                "timings_ms", "index_version", "sections")
+                "timings_ms", "index_version", "sections", "question_vector")
 RATINGS = ("up", "down")
 
 
@@ -39,6 +41,8 @@ class TurnRecord:
     index_version: str | None = None
     # what the answer rests on, for freshness: chunk_id, source, heading_path, digest of the text
     sections: list[dict] = field(default_factory=list)
+    # the standalone question's vector as retrieval made it: {"model": vector space id, "vector": [...]}
+    question_vector: dict[str, Any] | None = None
     error: str | None = None
     started_at: float = field(default_factory=time.time)  # seconds since the epoch
     finished_at: float | None = None
