@@ -122,8 +122,8 @@ class Settings(BaseSettings):
     # --- answers: evidence, sentence check, citations, follow-ups (per-request overridable) --------
     verify: str | None = Field(
         None, description="What happens to a generated sentence the context does not support: `off` (kept, not "
-        "checked), `flag` (kept, marked) or `drop`. Unset: `drop` for the local GGUF model, `flag` for an "
-        "OpenAI-compatible endpoint (docs/BENCHMARKS.md has the figures behind both).")
+        "checked), `flag` (kept, marked) or `drop`. Unset: `drop`, for every generator (docs/BENCHMARKS.md has "
+        "the figures behind it).")
     min_support: float | None = Field(
         None, description="Support (0..1) a generated sentence needs to count as supported by the context. Unset: "
         "0.8 for the local GGUF model (a 135M model's fluent sentences reuse the docs' words and are still often "

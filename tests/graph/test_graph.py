@@ -125,7 +125,7 @@ def test_the_check_defaults_per_generator_and_an_unknown_verify_mode_is_refused(
     local = QueryOptions.from_config({}, Settings(chat_provider="local"))
     endpoint = QueryOptions.from_config({}, Settings(chat_provider="openai"))
     assert (local.verify, local.min_support) == ("drop", 0.8)
-    assert (endpoint.verify, endpoint.min_support) == ("flag", 0.6)
+    assert (endpoint.verify, endpoint.min_support) == ("drop", 0.6)
     chosen = QueryOptions.from_config({"configurable": {"verify": "OFF", "min_support": "0.5"}}, Settings())
     assert (chosen.verify, chosen.min_support) == ("off", 0.5)
     with pytest.raises(InvalidOption, match="option verify: .*'off', 'flag' or 'drop'"):

@@ -54,14 +54,14 @@ def test_the_openai_provider_streams_cited_checked_answers_and_condenses_a_follo
     assert numbers and numbers <= set(range(1, len(first["context"]) + 1))
     assert all(c["url"].startswith("/docs-assets/screens/export.md#L") for c in first["citations"]
                if c["source"] == "screens/export.md")
-    # Turn 2, the endpoint's default (verify=flag): condensed before retrieval, every sentence kept
-    # and the unsupported ones marked.
+    # Turn 2, the endpoint's defaults (verify=drop, min_support 0.6): condensed before retrieval, and
+    # of the model's sentences only supported ones reach the reader.
     assert second["condensed_by"] in ("model", "rules")
     assert second["standalone_question"] != "And what does clicking it download?"
     assert second["abstain"] is False and second["context"]
-    for sentence in (s for s in second["sentences"] if s["origin"] == "generated"):
-        if "repeats" in sentence.get("reason", ""):
-            assert not sentence["kept"]  # adds nothing, in any mode but off
-        else:
-            assert sentence["kept"] and sentence.get("flagged", False) == bool(sentence.get("reason"))
+    generated = [s for s in second["sentences"] if s["origin"] == "generated"]
+    for sentence in generated:
+        assert sentence["kept"] == (not sentence.get("reason")) and not sentence.get("flagged", False)
+        if sentence["kept"]:
+            assert sentence["support"] >= 0.6 and sentence["text"] in second["answer"]
     assert "".join(follow_tokens).strip() == second["answer"]
