@@ -147,7 +147,7 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
         refuse_another_folder(store, docs_dir, known, seen)
     feed = ChunkFeed(files, known, same_chunker, lambda: Chunker(settings, token_pass=token_pass),
                      stored=stored).start()
-    terms = TermChangeLog(store, stored, _stored_term_stats(store, manifest))
+    terms = TermChangeLog(store, stored, lambda: _stored_term_stats(store, manifest))
     try:
         gone = sorted((set(known) | set(stored)) - seen)
         first = feed.get()
@@ -225,19 +225,25 @@ class TermChangeLog:
     the term statistics are updated without reading the whole collection back. Every call is
     made on the thread that writes to the store, just before the write it describes."""
 
-    def __init__(self, store, stored_counts: dict[str, int], stats):
+    def __init__(self, store, stored_counts: dict[str, int], read_stats):
         from fieldguide.bm25 import TermStatsChange
 
         self.store = store
         self.stored_counts = stored_counts  # source -> chunks stored when the run began
-        self.stats = stats  # the statistics the change applies to; None: count everything at the end
+        self.read_stats = read_stats  # the stored statistics, read when a run writes (or at the end)
+        self.stats = None  # the statistics the change applies to; None: count everything at the end
+        self.begun = False
         self.change = TermStatsChange()
         self.read: set[str] = set()
 
     def begin(self) -> None:
         """Before the first write: mark the stored statistics, so that if this run is killed the
         next one counts everything instead of updating statistics that miss this run's writes."""
-        if self.stats is not None and self.store.term_stats_text() is not None:
+        self.begun = True
+        self.stats = self.read_stats()
+        # statistics of no documents need no mark: whatever a killed run adds to them shows as a
+        # chunk count they do not match
+        if self.stats is not None and self.stats.documents:
             self.store.set_term_stats(replace(self.stats, ingest_pending=True).to_text())
 
     def before_replacing(self, source: str) -> None:
@@ -266,6 +272,8 @@ class TermChangeLog:
         """The statistics of the collection as it is now: updated when they can be, else counted."""
         from fieldguide.calibration import count_term_stats
 
+        if not self.begun:  # nothing was written: the stored statistics as they are
+            self.stats = self.read_stats()
         updated = self.change.applied_to(self.stats) if self.stats is not None else None
         if updated is not None and updated.documents == store.count():
             return updated
