@@ -21,6 +21,12 @@ a full ingest. CPU seconds
 (user + system of the child; for an ingest plus what the local Weaviate server spent meanwhile)
 are printed beside wall time: on a shared, busy machine they are the steadier comparison.
 
+Peak RSS is each child's own: it is started by a bare `python -S` launcher (`LEAN_LAUNCHER`),
+which forks it and reads its `ru_maxrss`. A child started straight from this script would
+report at least this script's size (it has loaded the models): the kernel carries the parent's
+high-water mark across fork (and vfork) and exec. The launcher's own size is the floor of every
+figure and is printed as `rss_floor_mib`.
+
     python benchmarks/bench_ingest.py DOCS_DIR [--repeat N] [--backends onnx-none onnx-int8 torch] [--baseline CHECKOUT]
 
 The Weaviate server is the configured one (FIELDGUIDE_WEAVIATE_URL) or the locally managed
@@ -60,6 +66,22 @@ print(len(vectors))
 """
 
 
+# Runs argv[2:] as its child and writes that child's peak RSS (KiB) and CPU seconds to argv[1].
+LEAN_LAUNCHER = r"""
+import os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def server_cpu_seconds(pid: int | None) -> float:
     """CPU time the local Weaviate server has used so far (0 when it is not ours to see)."""
     try:
@@ -70,19 +92,19 @@ def server_cpu_seconds(pid: int | None) -> float:
 
 
 def timed(command: list[str], env: dict, server_pid: int | None = None, cwd: Path | None = None) -> dict:
-    """Wall seconds, CPU seconds, peak RSS (MiB) and stdout of one child process."""
+    """Wall seconds, CPU seconds, peak RSS (MiB) and stdout of one child process, started by the
+    lean launcher (see the module doc)."""
     server_before = server_cpu_seconds(server_pid)
-    started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # wait4 gives this child's own rusage (RUSAGE_CHILDREN would mix all children)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    stdout, stderr = process.stdout.read(), process.stderr.read()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        sys.exit(f"command failed ({process.returncode}): {' '.join(command)}\n{stderr[-2000:]}")
-    return {"wall": seconds, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024,
-            "server_cpu": server_cpu_seconds(server_pid) - server_before, "stdout": stdout}
+    with tempfile.NamedTemporaryFile("r", suffix=".usage") as usage_file:
+        started = time.perf_counter()
+        process = subprocess.run([sys.executable, "-S", "-c", LEAN_LAUNCHER, usage_file.name, *command], env=env,
+                                 cwd=cwd, capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        if process.returncode != 0:
+            sys.exit(f"command failed ({process.returncode}): {' '.join(command)}\n{process.stderr[-2000:]}")
+        max_rss_kib, cpu = usage_file.read().split()
+    return {"wall": seconds, "cpu": float(cpu), "rss": int(max_rss_kib) / 1024,
+            "server_cpu": server_cpu_seconds(server_pid) - server_before, "stdout": process.stdout}
 
 
 BACKENDS = ("onnx-none", "onnx-int8", "torch")
@@ -177,6 +199,7 @@ def main() -> int:
 
     figures: dict = {
         "corpus": str(args.docs_dir), "texts_encoded_raw": len(texts), "cpus": os.cpu_count(), "repeat": args.repeat,
+        "rss_floor_mib": round(timed(["true"], dict(os.environ))["rss"]),
         "load_average_at_start": load_start, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "backends": {},
     }

@@ -102,7 +102,7 @@ def main() -> int:
             for name, factor in sizes.items():
                 docs = build_corpus(args.docs_dir, tmp / f"corpus-{name}", factor)
                 settings = Settings(data_dir=tmp / f"server-{name}", weaviate_url=None,
-                                    weaviate_binary=base.weaviate_binary)
+                                    weaviate_binary=base.weaviate_binary or weaviate_server.find_binary(base))
                 http_port, grpc_port = weaviate_server.free_port(), weaviate_server.free_port()
                 state = weaviate_server.start(settings, http_port=http_port, grpc_port=grpc_port)
                 servers[name] = (settings, state["pid"])

@@ -15,7 +15,14 @@ top-level imports' cumulative time over the command's wall time in that run (imp
 slows imports a little, so the share is an upper bound). Target: one changed file ingested in
 <= 3 s wall on a quiet machine. The load average is printed beside every round.
 
-    python benchmarks/bench_startup.py DOCS_DIR [--question TEXT] [--repeat N] [--baseline CHECKOUT]
+Bytecode: an installed package has its modules compiled to `.pyc` (pip does it at install
+time), so a command only loads them. Where `PYTHONDONTWRITEBYTECODE` is set and no `.pyc` exist
+(a development environment can be like that), every start compiles each module it imports
+again, about a second for this import graph. `--bytecode-cache DIR` gives the children a
+bytecode cache of their own there (`PYTHONPYCACHEPREFIX`), filled by one untimed run of each
+command, which is what an installed package has; the figures say which way they were taken.
+
+    python benchmarks/bench_startup.py DOCS_DIR [--question TEXT] [--repeat N] [--baseline CHECKOUT] [--bytecode-cache DIR]
 """
 from __future__ import annotations
 
@@ -35,23 +42,33 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ONE_FILE_TARGET_SECONDS = 3.0
 
 
-def run(command: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds, stderr) of one child process; exits on failure."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
-    # read stderr while the child runs: `-X importtime` writes more than a pipe holds, and a
-    # child blocked on a full pipe never exits
-    captured: list[str] = []
-    reader = threading.Thread(target=lambda: captured.append(process.stderr.read()), daemon=True)
-    reader.start()
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    reader.join()
+def run(command: list[str], env: dict, cwd: Path) -> tuple[float, float, str, str]:
+    """(wall seconds, CPU seconds, stderr, stdout) of one child process; exits on failure."""
+    with tempfile.TemporaryFile("w+") as stdout:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        # read stderr while the child runs: `-X importtime` writes more than a pipe holds, and a
+        # child blocked on a full pipe never exits
+        captured: list[str] = []
+        reader = threading.Thread(target=lambda: captured.append(process.stderr.read()), daemon=True)
+        reader.start()
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        reader.join()
+        stdout.seek(0)
+        output = stdout.read()
     stderr = captured[0] if captured else ""
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"command failed: {' '.join(command)}\n{stderr[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, stderr
+    return wall, usage.ru_utime + usage.ru_stime, stderr, output
+
+
+def ingest_seconds(stdout: str) -> float | None:
+    """The `seconds` of an ingest's JSON summary: the time spent inside the ingest itself."""
+    try:
+        return float(json.loads(stdout.strip().splitlines()[-1])["seconds"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
 
 
 def import_seconds(stderr: str) -> tuple[float, list[tuple[str, float]]]:
@@ -75,6 +92,8 @@ def main() -> int:
     parser.add_argument("--collection", default="BenchStartup")
     parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                         help="an earlier checkout whose same commands are timed alongside")
+    parser.add_argument("--bytecode-cache", type=Path, metavar="DIR",
+                        help="compiled modules kept here for the children, as an installed package has them")
     args = parser.parse_args()
 
     from ingest.chunker import iter_markdown_files
@@ -99,6 +118,9 @@ def main() -> int:
                               DISABLE_TELEMETRY="true", TOKENIZERS_PARALLELISM="false",
                               FIELDGUIDE_COLLECTION=f"{args.collection}{name.capitalize()}",
                               FIELDGUIDE_MAX_ANSWER_TOKENS="16")
+            if args.bytecode_cache:
+                envs[name].pop("PYTHONDONTWRITEBYTECODE", None)
+                envs[name]["PYTHONPYCACHEPREFIX"] = str(args.bytecode_cache.resolve())
             cli = [sys.executable, "-m", "fieldguide.cli"]
             print(f"{name}: ingesting {docs.name} once (not timed)", file=sys.stderr)
             run(cli + ["ingest", str(docs), "--json"], envs[name], checkout)
@@ -114,8 +136,14 @@ def main() -> int:
             with (tmp / f"docs-{name}" / changing).open("a", encoding="utf-8") as fh:
                 fh.write(f"\nEdited at {time.time()}.\n")
 
+        if args.bytecode_cache:  # compile every module the commands import, once, untimed
+            for name in checkouts:
+                for step, command in commands[name].items():
+                    run(command, envs[name], checkouts[name])
+
         walls: dict[str, dict[str, list[float]]] = {name: {} for name in checkouts}
         cpus: dict[str, dict[str, list[float]]] = {name: {} for name in checkouts}
+        inside: dict[str, dict[str, list[float | None]]] = {name: {} for name in checkouts}
         loads = []
         for round_index in range(args.repeat):
             names = list(checkouts) if round_index % 2 == 0 else list(checkouts)[::-1]
@@ -123,8 +151,10 @@ def main() -> int:
                 for step, command in commands[name].items():
                     if step == "ingest_one_changed":
                         touch(name)
-                    wall, cpu, _ = run(command, envs[name], checkouts[name])
+                    wall, cpu, _, stdout = run(command, envs[name], checkouts[name])
                     walls[name].setdefault(step, []).append(wall)
+                    if step.startswith("ingest"):
+                        inside[name].setdefault(step, []).append(ingest_seconds(stdout))
                     cpus[name].setdefault(step, []).append(cpu)
             loads.append(round(os.getloadavg()[0], 2))
             print(f"round {round_index + 1} (load {loads[-1]}): " + "; ".join(
@@ -136,19 +166,30 @@ def main() -> int:
             for step, command in commands[name].items():
                 if step == "ingest_one_changed":
                     touch(name)
-                wall, _, stderr = run([command[0], "-X", "importtime", *command[1:]], envs[name], checkouts[name])
+                wall, _, stderr, _ = run([command[0], "-X", "importtime", *command[1:]], envs[name], checkouts[name])
                 total, largest = import_seconds(stderr)
                 startup[name][step] = {"wall_seconds": round(wall, 3), "import_seconds": round(total, 3),
                                        "import_share": round(total / wall, 3),
                                        "largest_imports": {module: round(s, 3) for module, s in largest}}
 
+    env = envs["current"]
+    bytecode = (f"cached ({env['PYTHONPYCACHEPREFIX']})" if env.get("PYTHONPYCACHEPREFIX")
+                else "compiled at every start (PYTHONDONTWRITEBYTECODE)" if env.get("PYTHONDONTWRITEBYTECODE")
+                else "cached next to the sources")
     figures: dict = {"corpus": str(args.docs_dir), "changed_file": changing.as_posix(), "repeat": args.repeat,
+                     "bytecode": bytecode,
                      "cpus": os.cpu_count(), "load_average_per_round": loads, "commands": {}}
     for name in checkouts:
         figures["commands"][name] = {
             step: {"wall_best": round(min(values), 3), "wall_median": round(statistics.median(values), 3),
                    "cpu_median": round(statistics.median(cpus[name][step]), 3), **startup[name][step]}
             for step, values in walls[name].items()}
+        for step, seconds in inside[name].items():  # the rest of the wall time is start-up and exit
+            known = [x for x in seconds if x is not None]
+            if known:
+                figures["commands"][name][step]["inside_ingest_median"] = round(statistics.median(known), 3)
+                figures["commands"][name][step]["outside_ingest_median"] = round(
+                    statistics.median(w - x for w, x in zip(walls[name][step], seconds) if x is not None), 3)
     one_file = figures["commands"]["current"]["ingest_one_changed"]
     figures["one_changed_file_target_seconds"] = ONE_FILE_TARGET_SECONDS
     figures["one_changed_file_ok"] = one_file["wall_best"] <= ONE_FILE_TARGET_SECONDS

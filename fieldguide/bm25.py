@@ -8,7 +8,10 @@ about, as BM25F weighs a title field).
 
 `TermStats` (chunk count, mean length, document frequency of every word) is computed at
 ingest over the whole collection and stored with the index manifest; without it (an index
-built before it existed) the candidates themselves stand in for the collection.
+built before it existed) the candidates themselves stand in for the collection. An ingest that
+changes a few files need not read the whole collection back: `TermStatsChange` counts the
+documents it removes and adds, and `applied_to` turns the stored statistics into the new ones
+(the same figures a full count gives, since every figure is a sum over documents).
 
 `relative_scores` divides each BM25 score by the question's total idf: the share of the
 question's word weight that a chunk matches, near 0..1 for one occurrence of each word in a
@@ -43,6 +46,15 @@ class TermStats:
     mean_length: float
     document_frequency: dict[str, int] = field(default_factory=dict)
 
+    # An ingest that updates the statistics from a change writes them with this set first, and
+    # without it when done: statistics still marked were left by an interrupted ingest, whose
+    # writes they may not count, so the next ingest counts the whole collection again.
+    ingest_pending: bool = False
+
+    @property
+    def total_length(self) -> int:
+        return round(self.mean_length * self.documents)
+
     @classmethod
     def from_documents(cls, documents: Iterable[list[str]]) -> "TermStats":
         df: Counter = Counter()
@@ -59,7 +71,9 @@ class TermStats:
 
     # --- storage: compact text for the manifest -------------------------------------------
     def to_text(self) -> str:
+        # the total length as well: the mean, rounded, would drift over many updates
         payload = json.dumps({"documents": self.documents, "mean_length": round(self.mean_length, 3),
+                              "total_length": self.total_length, "ingest_pending": self.ingest_pending,
                               "df": self.document_frequency}, ensure_ascii=False, separators=(",", ":"))
         return base64.b64encode(zlib.compress(payload.encode("utf-8"), 9)).decode("ascii")
 
@@ -69,9 +83,43 @@ class TermStats:
             return None
         try:
             data = json.loads(zlib.decompress(base64.b64decode(text)).decode("utf-8"))
-            return cls(int(data["documents"]), float(data["mean_length"]), dict(data["df"]))
+            documents = int(data["documents"])
+            mean = float(data["mean_length"])
+            if data.get("total_length") is not None and documents:
+                mean = int(data["total_length"]) / documents
+            return cls(documents, mean, dict(data["df"]), ingest_pending=bool(data.get("ingest_pending")))
         except (ValueError, KeyError, TypeError, zlib.error):
             return None  # unreadable stats are as good as none: the candidates stand in
+
+
+@dataclass
+class TermStatsChange:
+    """What an ingest removed from and added to a collection, as term statistics."""
+    documents: int = 0
+    length: int = 0
+    document_frequency: Counter = field(default_factory=Counter)
+
+    def add(self, document: list[str]) -> None:
+        self.documents += 1
+        self.length += len(document)
+        self.document_frequency.update(set(document))
+
+    def remove(self, document: list[str]) -> None:
+        self.documents -= 1
+        self.length -= len(document)
+        self.document_frequency.subtract(set(document))
+
+    def applied_to(self, stats: TermStats) -> "TermStats | None":
+        """The statistics after the change; None when they cannot be right (a count below zero:
+        `stats` did not count what the change removed), so the caller counts again."""
+        documents = stats.documents + self.documents
+        length = stats.total_length + self.length
+        frequency = Counter(stats.document_frequency)
+        frequency.update(self.document_frequency)  # adds the (signed) changes
+        if documents < 0 or length < 0 or any(n < 0 for n in frequency.values()):
+            return None
+        return TermStats(documents, length / documents if documents else 0.0,
+                         {term: n for term, n in frequency.items() if n > 0})
 
 
 def bm25_scores(query: Sequence[str], documents: Sequence[list[str]], stats: TermStats) -> list[float]:

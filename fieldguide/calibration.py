@@ -17,14 +17,20 @@ active scorer exactly as a user's question would be:
 * `screen_share`: the share of screen chunks in the index, the base rate the intent evidence
   is measured against (`nodes.weigh_intent`).
 
-`calibrate` runs at ingest whenever the index changed (the figures go into the manifest and
-into `fieldguide ingest --json`) and, for an index built before calibration existed or
-calibrated for another scorer, once per process on first use.
+`calibrate` runs at ingest when the index changed enough to move the figures (the figures go
+into the manifest and into `fieldguide ingest --json`) and, for an index built before
+calibration existed or calibrated for another scorer, once per process on first use.
+
+Enough: the probes' figures are maxima and medians over 30 questions' best candidates, so a few
+changed chunks rarely move them. An ingest that wrote and deleted fewer than
+`RECALIBRATE_SHARE` of the index's chunks since the figures were measured (`changed_since`
+counts them, summed over ingests) keeps them and only recounts `screen_share` and `chunks`,
+which cost two aggregations; docs/BENCHMARKS.md has the drift measured against the share changed.
 """
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 CALIBRATION_VERSION = 2
 # How many times the probes' median margin a real question's best candidate must reach:
@@ -32,6 +38,10 @@ CALIBRATION_VERSION = 2
 MARGIN_FACTOR = 1.2
 # Candidates whose scores make up the pool a margin is measured against.
 MARGIN_POOL = 20
+# Chunks written plus chunks deleted since the probes last ran, as a share of the index, below
+# which an ingest keeps the probes' figures (an edited file counts its chunks twice: old out,
+# new in). Chosen from the drift measured with benchmarks/bench_calibration_drift.py.
+RECALIBRATE_SHARE = 0.05
 
 OFF_TOPIC_PROBES = (
     "What is the boiling point of water at high altitude?",
@@ -79,6 +89,7 @@ class Calibration:
     probe_top: dict = field(default_factory=dict)  # median / q90 / max of the probes' best scores
     probe_margin: dict = field(default_factory=dict)  # median / q75 / max of the probes' margins
     version: int = CALIBRATION_VERSION
+    changed_since: int = 0  # chunks written + deleted by ingests since the probes ran
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,9 +99,22 @@ class Calibration:
         if not isinstance(data, dict) or data.get("version") != CALIBRATION_VERSION:
             return None  # another version's figures are not comparable: calibrate again
         try:
-            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
-        except (KeyError, TypeError):
+            # figures stored before a field with a default existed read as that default
+            return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
+        except TypeError:  # a field without a default is missing
             return None
+
+    def still_holds(self, changed_chunks: int, chunks: int) -> bool:
+        """Whether the probes' figures can be kept after `changed_chunks` more chunks were written
+        or deleted in an index now of `chunks` (see the module doc)."""
+        if self.probes == 0 or chunks == 0:
+            return False  # measured on an empty index, or nothing left to measure
+        return self.changed_since + changed_chunks < RECALIBRATE_SHARE * chunks
+
+    def recounted(self, changed_chunks: int, chunks: int, screen_chunks: int) -> "Calibration":
+        """The same probe figures, with the index's size and screen share as they are now."""
+        return replace(self, chunks=chunks, screen_share=round(screen_chunks / chunks, 4) if chunks else 0.0,
+                       changed_since=self.changed_since + changed_chunks)
 
 
 def scorer_scale(reranker) -> str:
@@ -166,10 +190,9 @@ def load_calibration(store, embeddings, reranker, term_stats) -> Calibration:
     return calibrate(store, embeddings, reranker, term_stats)
 
 
-def profile_index(store, embeddings, reranker) -> tuple[Calibration, str]:
-    """At ingest: term statistics over every stored chunk, then the calibration that uses them.
-    Returns (calibration, term statistics as stored text)."""
+def count_term_stats(store):
+    """Term statistics over every stored chunk (reads the whole collection back)."""
     from fieldguide.bm25 import TermStats, document_words
 
-    term_stats = TermStats.from_documents(document_words(path, text) for path, text in store.iter_documents())
-    return calibrate(store, embeddings, reranker, term_stats), term_stats.to_text()
+    return TermStats.from_documents(document_words(path, text) for path, text in store.iter_documents())
+

@@ -312,6 +312,16 @@ class ChunkStore:
         else:
             manifest.data.insert(properties=properties, uuid=TERM_STATS_UUID)
 
+    @writing
+    def set_term_stats(self, term_stats: str) -> None:
+        """Replace the stored term statistics only (an ingest marks them as being updated)."""
+        manifest = self._use(self.manifest_name)
+        properties = {"term_stats": term_stats}
+        if manifest.data.exists(TERM_STATS_UUID):
+            manifest.data.replace(uuid=TERM_STATS_UUID, properties=properties)
+        else:
+            manifest.data.insert(properties=properties, uuid=TERM_STATS_UUID)
+
     @on_a_node
     def term_stats_text(self) -> str | None:
         """The stored term statistics (`fieldguide.bm25.TermStats.to_text`), or None."""
@@ -402,6 +412,21 @@ class ChunkStore:
             return 0
         result = self.chunks.aggregate.over_all(total_count=True, filters=_kind_filter(content_kind))
         return int(result.total_count or 0)
+
+    @writing
+    def source_documents(self, source: str, count: int) -> list[tuple[list[str], str]]:
+        """(heading_path, text) of the chunks of `source`, of which `count` are stored (an ingest
+        reads them before replacing them, to update the term statistics)."""
+        from weaviate.classes.query import Filter
+
+        if count <= 0 or not self.exists():
+            return []
+        # one more than expected: a count that is off shows as a length that is off
+        response = self.chunks.query.fetch_objects(
+            filters=Filter.by_property("source").equal(source), limit=count + 1,
+            return_properties=["heading_path", "text"])
+        return [(list(obj.properties.get("heading_path") or []), obj.properties.get("text") or "")
+                for obj in response.objects]
 
     def iter_documents(self) -> Iterator[tuple[list[str], str]]:
         """(heading_path, text) of every chunk, for the term statistics."""

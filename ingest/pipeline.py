@@ -22,6 +22,13 @@ one folder, so it would delete them all.
 
 When nothing changed, the embedding model is never loaded: an unchanged re-run costs a
 directory walk, the hashes and two queries.
+
+After a change the index's profile is brought up to date (`_profile`): the term statistics from
+the stored ones plus what this run removed and added (`TermChangeLog`: the old chunks of each
+replaced or deleted file are read back just before they are overwritten), the whole collection
+is read back only when the stored statistics cannot be trusted; the calibration's probes run
+again only when the chunks changed since they last ran reach `RECALIBRATE_SHARE` of the index
+(`fieldguide.calibration`).
 """
 from __future__ import annotations
 
@@ -31,7 +38,7 @@ import queue
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from fieldguide.errors import FieldguideError
@@ -140,18 +147,23 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
         refuse_another_folder(store, docs_dir, known, seen)
     feed = ChunkFeed(files, known, same_chunker, lambda: Chunker(settings, token_pass=token_pass),
                      stored=stored).start()
+    terms = TermChangeLog(store, stored, lambda: _stored_term_stats(store, manifest))
     try:
-        # 2. files gone from the folder (and chunks of sources an interrupted run never recorded)
         gone = sorted((set(known) | set(stored)) - seen)
+        first = feed.get()
+        if gone or first is not None:
+            terms.begin()
+
+        # 2. files gone from the folder (and chunks of sources an interrupted run never recorded)
         for source in gone:
+            terms.before_replacing(source)
             summary.chunks_deleted += store.delete_source(source)
             summary.files_deleted += source in known
         store.delete_files([source for source in gone if source in known])
 
         # 3. chunk, embed and store what changed; the model is loaded only when something did
-        first = feed.get()
         if first is not None or not manifest:
-            _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log)
+            _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log, terms)
         else:
             feed.join()
     finally:
@@ -163,7 +175,8 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
     folder = str(docs_dir.resolve())
     if store.docs_root() != folder:
         store.set_docs_root(folder)
-    summary.calibration = _profile(settings, store, embeddings, changed=bool(first is not None or gone), log=log)
+    summary.calibration = _profile(settings, store, embeddings, changed=bool(first is not None or gone), log=log,
+                                   terms=terms, changed_chunks=summary.chunks_written + summary.chunks_deleted)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 
@@ -195,10 +208,85 @@ class _IndexIdentity:
     chunker_version: str
 
 
-def _profile(settings, store, embeddings, *, changed: bool, log) -> dict | None:
-    """The index's calibration: measured and stored when the index changed or has none for the
-    active scorer (or prompts), else the stored one. None for an index that was never built."""
-    from fieldguide.calibration import CALIBRATION_VERSION, profile_index, scorer_scale
+def _stored_term_stats(store, manifest):
+    """The term statistics an ingest may update from its changes: the stored ones, empty ones for
+    an index being built (or rebuilt) now, None when they must be counted again (none stored, or
+    marked as left by an interrupted ingest)."""
+    from fieldguide.bm25 import TermStats
+
+    if not manifest:
+        return TermStats(0, 0.0, {})
+    stats = TermStats.from_text(store.term_stats_text())
+    return None if stats is None or stats.ingest_pending else stats
+
+
+class TermChangeLog:
+    """The documents an ingest removes from and adds to the collection (`fieldguide.bm25`), so
+    the term statistics are updated without reading the whole collection back. Every call is
+    made on the thread that writes to the store, just before the write it describes."""
+
+    def __init__(self, store, stored_counts: dict[str, int], read_stats):
+        from fieldguide.bm25 import TermStatsChange
+
+        self.store = store
+        self.stored_counts = stored_counts  # source -> chunks stored when the run began
+        self.read_stats = read_stats  # the stored statistics, read when a run writes (or at the end)
+        self.stats = None  # the statistics the change applies to; None: count everything at the end
+        self.begun = False
+        self.change = TermStatsChange()
+        self.read: set[str] = set()
+
+    def begin(self) -> None:
+        """Before the first write: mark the stored statistics, so that if this run is killed the
+        next one counts everything instead of updating statistics that miss this run's writes."""
+        self.begun = True
+        self.stats = self.read_stats()
+        # statistics of no documents need no mark: whatever a killed run adds to them shows as a
+        # chunk count they do not match
+        if self.stats is not None and self.stats.documents:
+            self.store.set_term_stats(replace(self.stats, ingest_pending=True).to_text())
+
+    def before_replacing(self, source: str) -> None:
+        """Count out the stored chunks of `source` (once per run, before its first write)."""
+        from fieldguide.bm25 import document_words
+
+        if self.stats is None or source in self.read:
+            return
+        self.read.add(source)
+        count = self.stored_counts.get(source, 0)
+        documents = self.store.source_documents(source, count)
+        if len(documents) != count:  # the aggregation and the objects disagree: trust neither
+            self.stats = None
+            return
+        for heading_path, text in documents:
+            self.change.remove(document_words(heading_path, text))
+
+    def added(self, chunks) -> None:
+        from fieldguide.bm25 import document_words
+
+        if self.stats is not None:
+            for chunk in chunks:
+                self.change.add(document_words(chunk.heading_path, chunk.text))
+
+    def term_stats(self, store):
+        """The statistics of the collection as it is now: updated when they can be, else counted."""
+        from fieldguide.calibration import count_term_stats
+
+        if not self.begun:  # nothing was written: the stored statistics as they are
+            self.stats = self.read_stats()
+        updated = self.change.applied_to(self.stats) if self.stats is not None else None
+        if updated is not None and updated.documents == store.count():
+            return updated
+        return count_term_stats(store)
+
+
+def _profile(settings, store, embeddings, *, changed: bool, log, terms: TermChangeLog,
+             changed_chunks: int) -> dict | None:
+    """The index's calibration and term statistics, stored. An unchanged index keeps what is
+    stored when it was made for the active scorer; a changed one gets its term statistics
+    updated, and its probes run again when the change is large enough (`Calibration.still_holds`)
+    or the stored figures are for another scorer. None for an index that was never built."""
+    from fieldguide.calibration import RECALIBRATE_SHARE, Calibration, calibrate, scorer_scale
     from fieldguide.embedding import embedding_prompts, load_embeddings
     from fieldguide.reranker import load_reranker
 
@@ -206,21 +294,27 @@ def _profile(settings, store, embeddings, *, changed: bool, log) -> dict | None:
         return None
     reranker = load_reranker(settings)
     query_prompt, passage_prompt = embedding_prompts(settings)
-    stored = (store.manifest() or {}) if not changed else {}
-    calibration = stored.get("calibration")
-    if (isinstance(calibration, dict) and calibration.get("version") == CALIBRATION_VERSION
-            and calibration.get("scorer") == scorer_scale(reranker)):
-        return calibration
-    embeddings = embeddings or load_embeddings(settings)
-    measured, term_stats = profile_index(store, embeddings, reranker)
+    stored = Calibration.from_dict((store.manifest() or {}).get("calibration"))
+    if stored is not None and stored.scorer != scorer_scale(reranker):
+        stored = None
+    if stored is not None and not changed:
+        return stored.to_dict()
+    term_stats = terms.term_stats(store)
+    chunks = term_stats.documents
+    if stored is not None and stored.still_holds(changed_chunks, chunks):
+        profile = stored.recounted(changed_chunks, chunks, store.count_kind("screen"))
+        log(f"kept the calibration of {store.name}: {profile.changed_since} chunks changed since it was measured, "
+            f"under {RECALIBRATE_SHARE:.0%} of {chunks}")
+    else:
+        profile = calibrate(store, embeddings or load_embeddings(settings), reranker, term_stats)
+        log(f"calibrated {store.name}: rerank_min {profile.rerank_min}, abstain_margin {profile.abstain_margin}, "
+            f"screen share {profile.screen_share} ({profile.probes} probes, {scorer_scale(reranker)})")
     store.ensure_collections()  # an older manifest collection gains the profile's properties
-    store.set_index_profile(measured.to_dict(), term_stats, query_prompt, passage_prompt)
-    log(f"calibrated {store.name}: rerank_min {measured.rerank_min}, abstain_margin {measured.abstain_margin}, "
-        f"screen share {measured.screen_share} ({measured.probes} probes, {scorer_scale(reranker)})")
-    return measured.to_dict()
+    store.set_index_profile(profile.to_dict(), term_stats.to_text(), query_prompt, passage_prompt)
+    return profile.to_dict()
 
 
-def _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log):
+def _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log, terms):
     from fieldguide.embedding import embedding_dimension, load_embeddings
     from fieldguide.store import mismatch_message
 
@@ -260,7 +354,14 @@ def _write_files(feed, first, settings, store, embeddings, summary, manifest, in
             bar.total += len(changed.chunks)
 
     def store_round(batch, vectors, empty) -> int:
+        for source in dict.fromkeys(c.source for c in batch):
+            if pending[source].replaces:
+                terms.before_replacing(source)
+        for entry in empty:
+            if entry.replaces:
+                terms.before_replacing(entry.source)
         if batch:
+            terms.added(batch)
             store.insert_chunks([c.to_record() for c in batch], vectors)
         finished = list(empty)
         for chunk in batch:
@@ -314,9 +415,12 @@ def _write_files(feed, first, settings, store, embeddings, summary, manifest, in
                 if in_flight is not None:
                     settle(*in_flight)
                 in_flight = (writer.submit(store_round, batch, vectors, empty), len(batch))
-                # the writer holds the only references now; trim what the round freed
+                # the writer holds the only references now; trim what a large round freed (a full
+                # collection costs about 0.1 s, as much as embedding a one-file change)
+                large = len(batch) >= TEXTS_PER_ROUND // 4
                 del batch, vectors, empty
-                release_memory()
+                if large:
+                    release_memory()
             if in_flight is not None:
                 settle(*in_flight)
     finally:

@@ -71,3 +71,31 @@ def test_the_scorer_reads_cyrillic_where_ascii_rules_saw_nothing():
 def test_no_question_words_means_cosine_alone():
     scorer = LexicalFallbackScorer()
     assert scorer.score("???", [{"chunk_id": "a", "similarity": 0.5, "text": "x"}]) == [0.5]
+
+
+def test_a_change_applied_to_stored_statistics_gives_what_a_full_count_gives():
+    from dataclasses import replace
+
+    from fieldguide.bm25 import TermStatsChange
+
+    before = [["export", "csv"], ["import", "csv", "csv"], ["budget"], ["export", "report"]]
+    stored = TermStats.from_text(TermStats.from_documents(before).to_text())
+    change = TermStatsChange()
+    change.remove(["import", "csv", "csv"])  # a file edited: its old chunk out ...
+    change.add(["import", "bank", "file"])  # ... its new chunk in
+    change.remove(["budget"])  # a file deleted
+    change.add(["sync", "phone"])  # a file added
+    after = [["export", "csv"], ["import", "bank", "file"], ["export", "report"], ["sync", "phone"]]
+    assert change.applied_to(stored) == TermStats.from_documents(after)
+    assert "budget" not in change.applied_to(stored).document_frequency
+
+    # statistics that never counted what the change removes cannot be updated by it
+    assert change.applied_to(TermStats.from_documents([["export"]])) is None
+    # the mark an updating ingest leaves is stored, and read back
+    assert TermStats.from_text(replace(stored, ingest_pending=True).to_text()).ingest_pending
+
+
+def test_the_stored_total_length_keeps_the_mean_exact_where_a_rounded_mean_would_drift():
+    stats = TermStats.from_documents([["a"] * 1, ["b"] * 2, ["c"] * 2])  # mean 5/3
+    assert TermStats.from_text(stats.to_text()).total_length == 5
+    assert TermStats.from_text(stats.to_text()).mean_length == stats.mean_length

@@ -76,3 +76,98 @@ def test_an_empty_folder_gives_an_empty_calibration(weaviate_settings, embedding
     summary = ingest_folder(tmp_path / "empty", weaviate_settings, embeddings=embeddings, progress=False,
                             log=lambda m: None)
     assert summary.calibration is None or summary.calibration["probes"] == 0
+
+
+def test_probe_figures_are_kept_while_the_changed_chunks_stay_under_the_share():
+    from fieldguide.calibration import RECALIBRATE_SHARE, Calibration
+
+    measured = Calibration(rerank_min=0.6, abstain_margin=0.12, margin_unit=0.1, screen_share=0.5, scorer="s",
+                           chunks=1000, probes=30)
+    limit = int(RECALIBRATE_SHARE * 1000)
+    assert measured.still_holds(limit - 1, 1000) and not measured.still_holds(limit, 1000)
+    kept = measured.recounted(20, 990, 400)
+    assert (kept.rerank_min, kept.abstain_margin, kept.margin_unit) == (0.6, 0.12, 0.1)
+    assert (kept.chunks, kept.screen_share, kept.changed_since) == (990, 0.404, 20)
+    # the changes add up over ingests until the probes run again
+    assert kept.still_holds(limit - 21, 990) and not kept.still_holds(limit - 20, 990)
+    # figures measured on an empty index hold nothing
+    assert not Calibration(0.0, 0.0, 0.0, 0.0, "s", 0, 0).still_holds(0, 10)
+    # figures stored before `changed_since` existed are still read
+    older = {k: v for k, v in measured.to_dict().items() if k != "changed_since"}
+    assert Calibration.from_dict(older) == measured
+    assert Calibration.from_dict({"version": measured.version, "rerank_min": 0.5}) is None
+
+
+class ProbeCounting:
+    """The real embeddings, counting the questions embedded (the probes are questions)."""
+
+    def __init__(self, inner):
+        from fieldguide.embedding import embedding_dimension
+
+        self.inner = inner
+        self.queries = 0
+        self.dimension = embedding_dimension(inner)
+
+    def embed_documents(self, texts):
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+
+def test_a_small_change_keeps_the_probe_figures_and_updates_the_term_statistics(
+        weaviate_settings, embeddings, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    import fieldguide.calibration as calibration
+    from fieldguide.bm25 import TermStats
+    from fieldguide.calibration import OFF_TOPIC_PROBES, count_term_stats
+    from fieldguide.store import open_store
+    from ingest.pipeline import ingest_folder
+
+    docs = write_corpus(tmp_path / "docs")
+    counting = ProbeCounting(embeddings)
+
+    def ingest():
+        counting.queries = 0
+        return ingest_folder(docs, weaviate_settings, embeddings=counting, progress=False, log=lambda m: None)
+
+    def stored_and_counted():
+        with open_store(weaviate_settings) as store:
+            return TermStats.from_text(store.term_stats_text()), count_term_stats(store)
+
+    first = ingest()
+    assert counting.queries == len(OFF_TOPIC_PROBES) and first.calibration["changed_since"] == 0
+    stored, counted = stored_and_counted()
+    assert stored == counted  # a new index: the statistics of what was added are the full count
+
+    # the four-page corpus is tiny, so any edit is a large share of it: allow one of 90 %
+    monkeypatch.setattr(calibration, "RECALIBRATE_SHARE", 0.9)
+    (docs / "reports.md").write_text("# Reports\n\nReports chart spending by payee.\n", encoding="utf-8")
+    (docs / "getting-started.md").unlink()
+    edited = ingest()
+    assert counting.queries == 0  # the probes did not run
+    probe_figures = ("rerank_min", "abstain_margin", "margin_unit", "probe_top", "probe_margin")
+    assert {k: edited.calibration[k] for k in probe_figures} == {k: first.calibration[k] for k in probe_figures}
+    assert edited.calibration["changed_since"] == edited.chunks_written + edited.chunks_deleted > 0
+    stored, counted = stored_and_counted()
+    assert stored == counted and stored.documents == edited.calibration["chunks"]
+    assert "payee" in stored.document_frequency and "install" not in stored.document_frequency
+
+    # once the changes add up to the share, the probes run again
+    monkeypatch.setattr(calibration, "RECALIBRATE_SHARE", 0.0001)
+    (docs / "reports.md").write_text("# Reports\n\nReports chart spending by category.\n", encoding="utf-8")
+    measured = ingest()
+    assert counting.queries == len(OFF_TOPIC_PROBES) and measured.calibration["changed_since"] == 0
+
+    # statistics left marked by an interrupted ingest are counted again, not updated
+    monkeypatch.setattr(calibration, "RECALIBRATE_SHARE", 0.9)
+    with open_store(weaviate_settings) as store:
+        wrong = TermStats.from_text(store.term_stats_text())
+        wrong.document_frequency["category"] += 5
+        store.set_term_stats(replace(wrong, ingest_pending=True).to_text())
+    (docs / "reports.md").write_text("# Reports\n\nReports chart spending by month.\n", encoding="utf-8")
+    ingest()
+    stored, counted = stored_and_counted()
+    assert stored == counted and not stored.ingest_pending
