@@ -49,11 +49,16 @@ if [ "$WITH_TEST" = 1 ]; then
 else
   .venv/bin/uv pip install --quiet --python "$VENV_PY" "$llama_wheel" -e .
 fi
-# An editable install leaves the project's own modules uncompiled; where writing bytecode is
-# switched off (PYTHONDONTWRITEBYTECODE, common in containers) every command would compile
-# them again at start-up (about 40 ms of `fieldguide chunks`). Compile them once, as pip
-# does for a regular install.
+# uv installs packages without their bytecode, and an editable install leaves the project's own
+# modules uncompiled; where writing bytecode is switched off (PYTHONDONTWRITEBYTECODE, common in
+# containers) every command would compile about a thousand modules again at start-up (about 1 s
+# of a one-file `fieldguide ingest`: docs/BENCHMARKS.md). Compile them once, as pip does for a
+# regular install (about 25 s on two cores the first time; up-to-date files are skipped after).
+# A few packages ship files that are not Python 3 (templates, test data): they fail to compile
+# and are never imported, so compileall's status is not the set-up's.
 "$VENV_PY" -m compileall -q fieldguide ingest graph nodes >/dev/null
+"$VENV_PY" -m compileall -q -j 0 "$("$VENV_PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+  >/dev/null 2>&1 || true
 
 if [ -n "$npm_job" ]; then
   wait "$npm_job" || { echo "npm ci failed (fieldguide/web)" >&2; exit 1; }
