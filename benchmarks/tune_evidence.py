@@ -40,6 +40,7 @@ def load_jsonl(path: str) -> list[dict]:
 
 
 def evaluate(questions: str, answers: str, words_per_ask: int, embeddings, scorer) -> dict:
+    from graph.runtime import TextVectors
     from nodes.evidence import evidence_budget, evidence_markdown, select_evidence
 
     items = scorer.expand(load_jsonl(questions))
@@ -47,13 +48,7 @@ def evaluate(questions: str, answers: str, words_per_ask: int, embeddings, score
     found_context = carried = 0
     words = []
     misses = []
-    cache: dict[str, object] = {}
-
-    def embed_texts(texts):
-        missing = [t for t in dict.fromkeys(texts) if t not in cache]
-        for text, vector in zip(missing, embeddings.embed_documents(missing) if missing else []):
-            cache[text] = vector
-        return [cache[t] for t in texts]
+    sentences = TextVectors(embeddings)  # the pipeline's own cache of sentence vectors
 
     for item in items:
         line = lines.get(item["id"])
@@ -68,7 +63,7 @@ def evaluate(questions: str, answers: str, words_per_ask: int, embeddings, score
         found_context += 1
         question = line.get("standalone_question") or item["question"]
         chosen = select_evidence(question, blocks, evidence_budget(question, words_per_ask),
-                                 embeddings.embed_query(question), embed_texts)
+                                 embeddings.embed_query(question), sentences.embed)
         quoted = evidence_markdown(chosen) if chosen else ""
         words.append(len(scorer.content_words(quoted)))
         text = scorer.normalise(quoted)

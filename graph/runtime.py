@@ -139,9 +139,10 @@ class QueryOptions(BaseModel):
         for name in ("verify", "condense"):  # a setting's value is checked like a request's
             if isinstance(unset.get(name), str):
                 unset[name] = getattr(type(self).validate_overrides({name: unset[name]}), name)
-        # The sentence check's defaults depend on the generator (settings leave them unset).
+        # The sentence check's defaults (settings leave them unset): `verify` is the same for every
+        # generator, `min_support` depends on it.
         if unset.get("verify", self.verify) is None:
-            unset["verify"] = default_verify(settings.chat_provider)
+            unset["verify"] = DEFAULT_VERIFY
         if unset.get("min_support", self.min_support) is None:
             unset["min_support"] = default_min_support(settings.chat_provider)
         return self.model_copy(update=unset) if unset else self
@@ -222,13 +223,12 @@ def _endpoint(chat_provider: str | None) -> bool:
     return (chat_provider or "local").lower() == "openai"
 
 
-def default_verify(chat_provider: str | None) -> str:
-    """The sentence check's default, for every generator: unsupported sentences are dropped. fieldguide
-    cannot tell a capable endpoint from a small one, and with unsupported sentences merely flagged the
-    smallest endpoint measured (SmolLM2-135M behind llama.cpp's server) put words the docs never use
-    into 92 % of its answers, against 11 % dropped (docs/BENCHMARKS.md, "Answers"); `flag` is there
-    for those who would rather see every sentence, marked."""
-    return "drop"
+# The sentence check's default, for every generator: unsupported sentences are dropped. fieldguide
+# cannot tell a capable endpoint from a small one, and with unsupported sentences merely flagged the
+# smallest endpoint measured (SmolLM2-135M behind llama.cpp's server) put words the docs never use
+# into 92 % of its answers, against 11 % dropped (docs/BENCHMARKS.md, "Answers"); `flag` is there
+# for those who would rather see every sentence, marked.
+DEFAULT_VERIFY = "drop"
 
 
 def default_min_support(chat_provider: str | None) -> float:

@@ -5,8 +5,9 @@ the turn's final state: standalone question, answer, citations, sentences, inten
 timings, the index version and the standalone question's vector when the state carries them
 (fields the state lacks are left empty). The vector is the one retrieval searched with,
 `{"model": vector space id, "vector": [...]}` (`fieldguide.embedding.question_vector_space`):
-`fieldguide gaps` clusters stored questions by it instead of embedding every wording again. Feedback is stored with a copy of the turn it rates, so it stays meaningful after
-the conversation itself has expired.
+`fieldguide gaps` clusters stored questions by it instead of embedding every wording again.
+Feedback is stored with a copy of the turn it rates, so it stays meaningful after the
+conversation itself has expired.
 
 Every backend implements `TurnStore`; records outlive the event logs (they are kept
 `turn_retention_days`, the logs only while a conversation is active).
