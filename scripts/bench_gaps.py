@@ -1,12 +1,15 @@
-"""Benchmark of `fieldguide gaps` on the dev corpus: classification of a seeded store, and time over 10,000 turns.
+"""Benchmark of `fieldguide gaps`: classification of a seeded store, and time over 10,000 turns.
 
-    python scripts/bench_gaps.py --docs CORPUS/docs [--collection NAME] [--turns 10000] [--without-vectors]
+    python scripts/bench_gaps.py --docs CORPUS/docs [--collection NAME] [--seed FILE] [--turns 10000]
+                                 [--without-vectors]
 
 1. Ingests the docs into the collection (incremental: free when already there).
 2. Seeds a fresh SQLite state file (the service's own turn store) as the service stores turns
    (each with the vector of its question, `question_vector`, made by the configured embedding
    model as the query graph makes it; here all in one batch, before anything is timed) with the 60 turns of
-   tests/fixtures/gaps/seed_turns.jsonl: 20 answerable (answered, every sentence supported),
+   the seed file (`--seed`; default tests/fixtures/gaps/seed_turns.jsonl, written for the
+   actual-budget docs; tests/fixtures/gaps/seed_turns_plausible.jsonl is a held-out set written
+   the same way for the Plausible Analytics docs): 20 answerable (answered, every sentence supported),
    20 on four topics the docs lack and 20 worded far from the section that answers them (both
    stored as abstained, the outcome the report is about). Runs `fieldguide gaps --format json`
    on it and prints the classification figures the targets name:
@@ -39,8 +42,8 @@ SUFFIXES = ["", " Thanks!", " I'm on the desktop app.", " Thanks in advance.", "
             " I searched but found nothing.", " Running the latest version.", " Sorry for my English."]
 
 
-def read_seed() -> list[dict]:
-    return [json.loads(line) for line in SEED.read_text(encoding="utf-8").splitlines() if line.strip()]
+def read_seed(path: Path = SEED) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def question_vectors(questions: list[str]) -> dict[str, dict]:
@@ -143,6 +146,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, required=True)
     parser.add_argument("--collection", default=os.environ.get("FIELDGUIDE_COLLECTION", "GapsDev"))
+    parser.add_argument("--seed", type=Path, default=SEED, help="seeded turns, JSON Lines (default %(default)s)")
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--without-vectors", action="store_true",
@@ -155,7 +159,7 @@ def main() -> int:
         if done.returncode:
             print(done.stderr, file=sys.stderr)
             return 1
-    rows = read_seed()
+    rows = read_seed(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         seeded = Path(tmp) / "seeded.sqlite"
         seed_store(seeded, rows, None if args.without_vectors else question_vectors([r["question"] for r in rows]))
@@ -165,7 +169,7 @@ def main() -> int:
             return 1
         report = json.loads(result.stdout)
         figures = classification(report, rows)
-        print("## seeded store: 60 turns on the dev corpus")
+        print(f"## seeded store: {len(rows)} turns of {args.seed.name}")
         print(json.dumps({**figures, "levels": report["levels"], "seconds": round(seconds, 1),
                           "load_average": [round(x, 2) for x in os.getloadavg()]}, indent=2))
         (ROOT / "build").mkdir(exist_ok=True)
