@@ -71,6 +71,10 @@ TOPIC_WORDS = 3
 # section about a topic names it in its heading, which every chunk under that heading carries
 # (`fieldguide.bm25.document_words`), or repeats it in its text.
 PASSING_MENTION_CHUNKS = 2
+# ... and so is a word in a few more chunks (at most this many) that no heading of the index
+# holds: the docs mention it here and there, but no section is about it (a section about a topic
+# is named after it, and every chunk under that heading carries the name).
+FEW_CHUNKS = 5
 # A cluster is "missing" when at least this share of its topic words' weight is on words the
 # docs do not use: most of what the readers ask about is something the docs never name.
 UNKNOWN_TOPIC_SHARE = 0.5
@@ -376,6 +380,7 @@ class BroadSearch:
         self.k = k
         self.calibration = resources.calibration
         self.term_stats = resources.term_stats
+        self._headings: dict[str, int] | None = None
 
     @property
     def noise(self) -> float:
@@ -393,6 +398,18 @@ class BroadSearch:
     def document_frequency(self) -> dict[str, int] | None:
         """Chunks of the index holding each word; None for an index built without term statistics."""
         return self.term_stats.document_frequency if self.term_stats is not None else None
+
+    @property
+    def heading_frequency(self) -> dict[str, int]:
+        """Chunks of the index whose heading path holds each word (read once, headings only)."""
+        if self._headings is None:
+            from fieldguide.words import words
+
+            counts: Counter = Counter()
+            for heading_path, _ in self.resources.store.iter_documents():
+                counts.update(set(words(" ".join(heading_path))))
+            self._headings = dict(counts)
+        return self._headings
 
     def sections(self, questions: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[dict]:
         """Sections (best first) with the best score any of `questions` gave them."""
@@ -427,22 +444,34 @@ class TopicWords:
     """The words a cluster turns on, and how much of their weight the docs do not use."""
 
     words: list[tuple[str, float, int]]  # (word, closeness to the cluster's centroid, chunks that hold it)
-    unknown_share: float  # share of the closeness on words in at most PASSING_MENTION_CHUNKS chunks
+    unknown_share: float  # share of the closeness on words the docs only mention (`passing_mention`)
+    # the words the docs only mention; None: those in at most PASSING_MENTION_CHUNKS chunks
+    unknown_words: list[str] | None = None
 
     @property
     def unknown(self) -> list[str]:
+        if self.unknown_words is not None:
+            return list(self.unknown_words)
         return [w for w, _, chunks in self.words if chunks <= PASSING_MENTION_CHUNKS]
 
 
+def passing_mention(chunks: int, headings: int | None) -> bool:
+    """Whether a word held by `chunks` chunks of the index, `headings` of them under a heading
+    that names it (None: not known), is at most mentioned in passing there: in at most
+    PASSING_MENTION_CHUNKS chunks, or in at most FEW_CHUNKS and in no heading."""
+    return chunks <= PASSING_MENTION_CHUNKS or (headings == 0 and chunks <= FEW_CHUNKS)
+
+
 def topic_words(wordings: Sequence[str], centroid, word_vectors, document_frequency: dict[str, int],
-                count: int | None = None) -> TopicWords | None:
+                count: int | None = None, heading_frequency: dict[str, int] | None = None) -> TopicWords | None:
     """The `count` words of `wordings` closest in cosine to `centroid` (the cluster's mean question
     vector), as KeyBERT picks key words: a question's topic is what its vector is mostly made
     of, function words and asides are far from it. `word_vectors(words) -> vectors` embeds
     single words; `document_frequency` is the index's (chunks holding each word). Each topic
     word weighs its closeness (negative closeness counts as none); `unknown_share` is the share
-    of that weight on words the docs hold in at most PASSING_MENTION_CHUNKS chunks. Numbers
-    are left out: they name amounts, not topics. None when there is no word to weigh."""
+    of that weight on words the docs only mention in passing (`passing_mention`; the heading
+    test only when `heading_frequency`, chunks whose heading path holds each word, is given).
+    Numbers are left out: they name amounts, not topics. None when there is no word to weigh."""
     import numpy as np
 
     from fieldguide.words import words as split_words
@@ -458,9 +487,11 @@ def topic_words(wordings: Sequence[str], centroid, word_vectors, document_freque
     order = np.argsort(-closeness, kind="stable")[:count or TOPIC_WORDS]
     chosen = [(candidates[i], round(float(closeness[i]), 4), int(document_frequency.get(candidates[i], 0)))
               for i in order]
+    mentioned = [w for w, _, n in chosen
+                 if passing_mention(n, None if heading_frequency is None else heading_frequency.get(w, 0))]
     total = sum(max(c, 0.0) for _, c, _ in chosen)
-    unknown = sum(max(c, 0.0) for _, c, n in chosen if n <= PASSING_MENTION_CHUNKS)
-    return TopicWords(chosen, unknown / total if total > 0 else 0.0)
+    unknown = sum(max(c, 0.0) for w, c, _ in chosen if w in mentioned)
+    return TopicWords(chosen, unknown / total if total > 0 else 0.0, mentioned)
 
 
 def named_sections(sections: list[dict], margin: float | None) -> list[dict]:
@@ -499,7 +530,8 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
     if topic is not None and topic.unknown_share >= UNKNOWN_TOPIC_SHARE:
         unknown = ", ".join(f'"{w}"' for w in topic.unknown)
         reason = (f"the questions turn on words the docs do not use ({unknown}: in at most "
-                  f"{PASSING_MENTION_CHUNKS} chunks of the index; {topic.unknown_share:.0%} of the weight of the "
+                  f"{PASSING_MENTION_CHUNKS} chunks of the index, or at most {FEW_CHUNKS} and in no heading; "
+                  f"{topic.unknown_share:.0%} of the weight of the "
                   f"topic words {', '.join(w for w, _, _ in topic.words)}); best candidate {best} "
                   f"(strong level {strong:.3f}, noise {noise:.3f})")
         return ("missing", reason, "Write a section on this topic (or say plainly that it is not supported); "
@@ -589,7 +621,8 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
             if frequency is not None:
                 rows = ranked[:TOPIC_WORDINGS]
                 topic = topic_words([wordings[i] for i in rows], unit_mean([vectors[i] for i in rows]),
-                                    word_vectors, frequency)
+                                    word_vectors, frequency, heading_frequency=getattr(search, "heading_frequency",
+                                                                                       None))
         kind, reason, action, nearest = classify(turns, sections, strong, noise, topic,
                                                  search.margin if search else None)
         clusters.append(Cluster(kind, turns, members, nearest, reason, action, topic))

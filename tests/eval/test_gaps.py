@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from fieldguide.gaps import (NEAREST_MAX, PASSING_MENTION_CHUNKS, RENDERERS, Cluster, GapReport, ProblemTurn, TopicWords,
-                             TurnSummary, build_report, classify, cluster_questions, named_sections, parse_since,
-                             probe_threshold, problem_turns, sentence_reasons, topic_words)
+from fieldguide.gaps import (FEW_CHUNKS, NEAREST_MAX, PASSING_MENTION_CHUNKS, RENDERERS, Cluster, GapReport, ProblemTurn,
+                             TopicWords, TurnSummary, build_report, classify, cluster_questions, named_sections,
+                             parse_since, passing_mention, probe_threshold, problem_turns, sentence_reasons,
+                             topic_words)
 
 
 def _turn(cid, n, question, **values):
@@ -152,6 +153,28 @@ def test_topic_words_are_the_words_nearest_the_centroid_and_the_docs_may_not_use
     assert topic_words(["2024"], [1.0, 0.0, 0.0], word_vectors, {}) is None
     known = topic_words(["How run payroll"], [1.0, 0.1, 0.0], word_vectors, {"payroll": 12, "how": 500, "run": 40})
     assert known.unknown == [] and known.unknown_share == 0.0
+
+
+def test_a_word_in_a_few_chunks_and_no_heading_is_a_passing_mention():
+    assert passing_mention(PASSING_MENTION_CHUNKS, None) and passing_mention(PASSING_MENTION_CHUNKS, 3)
+    assert passing_mention(FEW_CHUNKS, 0)  # a few mentions, no section named after it
+    assert not passing_mention(FEW_CHUNKS, 1)  # a heading names it: the docs have a section about it
+    assert not passing_mention(FEW_CHUNKS + 1, 0)
+    assert not passing_mention(FEW_CHUNKS, None)  # headings not known: the chunk count alone decides
+    words = {"feedback": [1.0, 0.0, 0.0], "how": [0.0, 1.0, 0.0], "give": [0.0, 0.0, 1.0]}
+    frequency = {"feedback": FEW_CHUNKS, "how": 500, "give": 30}
+
+    def word_vectors(texts):
+        return [words[w] for w in texts]
+
+    plain = topic_words(["How give feedback"], [1.0, 0.2, 0.1], word_vectors, frequency)
+    assert plain.unknown == [] and plain.unknown_share == 0.0
+    headed = topic_words(["How give feedback"], [1.0, 0.2, 0.1], word_vectors, frequency,
+                         heading_frequency={"how": 3})
+    assert headed.unknown == ["feedback"] and headed.unknown_share > 0.5
+    named = topic_words(["How give feedback"], [1.0, 0.2, 0.1], word_vectors, frequency,
+                        heading_frequency={"feedback": 2})
+    assert named.unknown == []
 
 
 def test_a_cluster_on_words_the_docs_do_not_use_is_missing_whatever_it_scores():
