@@ -412,7 +412,8 @@ class BroadSearch:
         return self._headings
 
     def sections(self, questions: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[dict]:
-        """Sections (best first) with the best score any of `questions` gave them."""
+        """Sections with the best score any of `questions` gave them, best first by that score
+        and their page's support (`page_supported`)."""
         store = self.resources.store
         scorer = self.resources.reranker
         best: dict[tuple[str, tuple[str, ...]], float] = {}
@@ -426,8 +427,33 @@ class BroadSearch:
             for candidate, score in zip(pool, scorer.score(question, pool, term_stats=self.term_stats)):
                 key = (candidate["source"], tuple(candidate.get("heading_path") or ()))
                 best[key] = max(float(score), best.get(key, -math.inf))
-        ranked = sorted(best.items(), key=lambda item: -item[1])
-        return [{"source": s, "heading_path": list(h), "score": round(v, 4)} for (s, h), v in ranked]
+        return [{"source": s, "heading_path": list(h), "score": round(best[(s, h)], 4)}
+                for s, h in page_supported(best)]
+
+
+# A section's rank also weighs its page: this share of the best score another section of the
+# same page reached. A page several of whose sections match is about what was asked; a section
+# that matches alone, among sections of unrelated pages, is more often a passing likeness.
+PAGE_SUPPORT = 0.1
+
+
+def page_supported(scores: dict[tuple[str, tuple[str, ...]], float], support: float = PAGE_SUPPORT) -> list:
+    """Sections, (source, heading path) keys of `scores`, ordered by their score plus `support`
+    times the best score of another section of the same page (none: nothing added)."""
+    pages: dict[str, list[float]] = {}
+    for (source, _), score in scores.items():
+        pages.setdefault(source, []).append(score)
+    top = {source: sorted(values, reverse=True)[:2] for source, values in pages.items()}
+
+    def supported(key) -> float:
+        first = top[key[0]]
+        if scores[key] >= first[0]:  # the page's best section: its support is the page's second best
+            other = first[1] if len(first) > 1 else 0.0
+        else:
+            other = first[0]
+        return scores[key] + support * max(other, 0.0)
+
+    return sorted(scores, key=lambda key: -supported(key))
 
 
 def unit_mean(vectors) -> list[float]:
@@ -500,8 +526,9 @@ def named_sections(sections: list[dict], margin: float | None) -> list[dict]:
     if not sections:
         return []
     named = sections[:NEAREST]
-    if margin is not None and sections[0]["score"] is not None:
-        close = sections[0]["score"] - margin
+    scores = [s["score"] for s in sections if s["score"] is not None]
+    if margin is not None and scores:
+        close = max(scores) - margin
         named += [s for s in sections[NEAREST:NEAREST_MAX] if s["score"] is not None and s["score"] >= close]
     return named
 
@@ -525,7 +552,7 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
         return ("disliked", reason, f"Read the answers and {where}: correct or complete the section the "
                 "answers came from, or add what readers asked for.", nearest)
     nearest = named_sections(sections, margin)
-    top = nearest[0]["score"] if nearest else None
+    top = max((n["score"] for n in nearest if n["score"] is not None), default=None)
     best = f"{top:.3f}" if top is not None else "nothing"
     if topic is not None and topic.unknown_share >= UNKNOWN_TOPIC_SHARE:
         unknown = ", ".join(f'"{w}"' for w in topic.unknown)
@@ -542,7 +569,8 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
     level, level_name = (noise, "noise level") if topic is not None else (strong, "strong level")
     if top is not None and top >= level:
         names = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest if n["score"] >= level)
-        reason = (f"the broader search finds {section_name(nearest[0]['source'], nearest[0]['heading_path'])} "
+        first = max(nearest, key=lambda n: n["score"] if n["score"] is not None else -math.inf)
+        reason = (f"the broader search finds {section_name(first['source'], first['heading_path'])} "
                   f"at {top:.3f}, above the index's {level_name} {level:.3f} (noise {noise:.3f}, strong "
                   f"{strong:.3f})")
         if topic is not None:

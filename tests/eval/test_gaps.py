@@ -10,8 +10,8 @@ import json
 import pytest
 
 from fieldguide.gaps import (FEW_CHUNKS, NEAREST_MAX, PASSING_MENTION_CHUNKS, RENDERERS, Cluster, GapReport, ProblemTurn,
-                             TopicWords, TurnSummary, build_report, classify, cluster_questions, named_sections,
-                             parse_since, passing_mention, probe_threshold, problem_turns, sentence_reasons,
+                             PAGE_SUPPORT, TopicWords, TurnSummary, build_report, classify, cluster_questions,
+                             named_sections, page_supported, parse_since, passing_mention, probe_threshold, problem_turns, sentence_reasons,
                              topic_words)
 
 
@@ -200,6 +200,23 @@ def test_more_candidates_are_named_only_while_close_to_the_best():
     assert named_sections(sections, margin=None) == sections[:3] and named_sections([], 0.1) == []
     kind, _, _, nearest = classify([_problem("q", ["abstained"])], sections, strong=0.7, noise=0.6, margin=0.13)
     assert kind == "not_found" and nearest == sections[:4]
+
+
+def test_a_page_several_of_whose_sections_match_ranks_first():
+    scores = {("lone.md", ("Aside",)): 0.60, ("page.md", ("Page", "How")): 0.58, ("page.md", ("Page", "Why")): 0.50,
+              ("other.md", ()): 0.40}
+    ranked = page_supported(scores)
+    # 0.58 + 0.1 x 0.50 > 0.60 + nothing; 0.50 + 0.1 x 0.58 < 0.60
+    assert ranked == [("page.md", ("Page", "How")), ("lone.md", ("Aside",)), ("page.md", ("Page", "Why")),
+                      ("other.md", ())]
+    assert page_supported(scores, support=0.0)[0] == ("lone.md", ("Aside",))
+    assert PAGE_SUPPORT > 0
+    # the levels and the margin go by the best score, wherever it ranks
+    sections = [{"source": s, "heading_path": list(h), "score": scores[(s, h)]} for s, h in ranked]
+    kind, reason, _, nearest = classify([_problem("q", ["abstained"])], sections, strong=0.59, noise=0.5,
+                                        margin=0.05)
+    assert kind == "not_found" and "lone.md#Aside at 0.600" in reason
+    assert nearest == sections[:3]  # 0.40 is not within 0.05 of the best, 0.60
 
 
 def _report():
