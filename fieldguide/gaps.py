@@ -26,7 +26,8 @@ above that noise is a *strong candidate*.
   the topic words, above the strong level when the index has no term statistics to tell (an
   index built before them). The docs cover it, retrieval (or the section's wording) missed it;
   the candidates are named as `file#heading`, three or, when they score within the index's
-  abstain margin of the best, up to five.
+  abstain margin of the best, up to five; ranked by score and by their page's support (a page
+  several of whose sections match ranks its sections higher).
 
 Why topic words: the calibration's probes are off-topic questions, so they only measure
 off-topic noise. A question in the product's domain about something its docs lack (payroll in a
@@ -36,7 +37,9 @@ tells the two apart is which words carry the question: a reader who words a cove
 differently still names things the docs talk about, with unusual words on the side ("blew past
 my food limit"), while a missing topic's own name is a word the docs never use. The words that
 carry a cluster are found as KeyBERT does: the words whose own embedding is closest to the
-cluster's centroid; whether the docs use them is read from the index's term statistics.
+cluster's centroid; whether the docs use them is read from the index's term statistics and
+its headings: a word in at most two chunks, or in a few (at most five) that no heading holds,
+is one the docs mention in passing but have no section about.
 """
 from __future__ import annotations
 
