@@ -37,14 +37,16 @@ class LexicalFallbackScorer:
         return f"{self.name} (cosine + {self.lexical_weight:g} x BM25 k1={K1:g} b={B:g} heading_tf={HEADING_TF})"
 
     def score(self, question: str, candidates: list[dict], intent: str | None = None,
-              term_stats: TermStats | None = None) -> list[float]:
+              term_stats: TermStats | None = None, lexical_question: str | None = None) -> list[float]:
         """`term_stats`: the index's (see `fieldguide.bm25`); None: the candidates stand in.
+        `lexical_question`: the words the BM25 part reads when they differ from `question` (a
+        follow-up's own words, without the topic carried over from the previous turn).
         `intent` is not used: measured on both development corpora, a bonus for screen chunks on
         screen questions brought nothing once the lexical part was BM25 (docs/TUNING.md)."""
         if not candidates:
             return []
         documents = [document_words(c.get("heading_path"), c.get("text", "")) for c in candidates]
-        lexical = relative_scores(question, documents, term_stats)
+        lexical = relative_scores(lexical_question or question, documents, term_stats)
         return [float(c["similarity"]) + self.lexical_weight * match for c, match in zip(candidates, lexical)]
 
 
@@ -55,7 +57,8 @@ class CrossEncoderReranker:
         self.scale = f"cross-encoder {model_name}".strip()
 
     def score(self, question: str, candidates: list[dict], intent: str | None = None,
-              term_stats=None) -> list[float]:
+              term_stats=None, lexical_question: str | None = None) -> list[float]:
+        """The model reads the whole question (`lexical_question` is the fallback scorer's)."""
         if not candidates:
             return []
         pairs = [(question, chunk_text_for_scoring(c)) for c in candidates]

@@ -6,12 +6,29 @@ The scorer is `Resources.reranker`: a sentence-transformers CrossEncoder when
 statistics). With the
 reranker switched off for a request (`configurable: {"reranker": false}`) the
 similarity itself is the score.
+
+A follow-up the rules condensed ("Is it free? — about: Billing > Plans") is scored with its
+whole standalone question by a model, but the fallback scorer's BM25 part reads only the
+reader's own words: the carried breadcrumb repeats the previous answer's headings word for
+word, and headings weigh extra in BM25, so it pulled every follow-up back to the section the
+previous turn was answered from, while follow-ups tend to move on to a neighbouring one. The
+carried topic still steers the question's vector (search, and the cosine part of the score).
+Measured on follow-ups of both development corpora (docs/BENCHMARKS.md, "Follow-ups").
 """
 from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
 from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_stage, with_timing
+from nodes.condense import ABOUT
+
+
+def own_words(state: dict) -> str | None:
+    """A rules-condensed follow-up's own words (the question without its carried topic), else None."""
+    if state.get("condensed_by") != "rules":
+        return None
+    own = question_of(state).split(ABOUT, 1)[0].strip()
+    return own or None
 
 
 def rerank(state: dict, config: RunnableConfig = None) -> dict:
@@ -21,7 +38,7 @@ def rerank(state: dict, config: RunnableConfig = None) -> dict:
         if candidates and options.use_reranker:
             resources = resources_for(config)
             scores = resources.reranker.score(question_of(state), candidates, intent=state.get("intent"),
-                                              term_stats=resources.term_stats)
+                                              term_stats=resources.term_stats, lexical_question=own_words(state))
         else:
             scores = [c["similarity"] for c in candidates]
         for candidate, value in zip(candidates, scores):

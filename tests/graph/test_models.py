@@ -66,7 +66,7 @@ def test_warm_up_scores_with_the_fallback_and_loads_the_chat_model_when_asked(mo
     class CountingScorer(LexicalFallbackScorer):
         calls = 0
 
-        def score(self, question, candidates, intent=None, term_stats=None):
+        def score(self, question, candidates, intent=None, term_stats=None, lexical_question=None):
             CountingScorer.calls += 1
             return super().score(question, candidates, intent, term_stats)
 

@@ -87,6 +87,24 @@ def test_rerank_orders_by_score_and_can_be_switched_off():
     assert [c["rerank_score"] for c in off["rerank_results"]] == [0.5, 0.45]
 
 
+def test_a_rules_condensed_follow_up_is_scored_lexically_on_its_own_words():
+    # The previous answer came from "Projects > Archive a project"; the follow-up moves on to
+    # the neighbouring section. The carried breadcrumb repeats the previous section's heading, so
+    # letting BM25 read it would rank that section first again.
+    previous = cand("archive", 0.50, text="Open the project's settings and press Archive.",
+                    heading_path=("Projects", "Archive a project"))
+    neighbour = cand("restore", 0.50, text="A project put away comes back from the Trash view.",
+                     heading_path=("Projects", "Restore a project"))
+    state = {"question": "Can I get it back later?", "condensed_by": "rules",
+             "standalone_question": "Can I get it back later? — about: Projects > Archive a project",
+             "threshold_results": [previous, neighbour]}
+    ranked = rerank(state, config_for(make_resources([])))["rerank_results"]
+    assert [c["chunk_id"] for c in ranked] == ["restore", "archive"]
+    assert ranked[1]["rerank_score"] == 0.5  # none of the follow-up's own words is in it: its cosine alone
+    by_model = dict(state, condensed_by="model")  # a model's rewrite is a question in its own words
+    assert rerank(by_model, config_for(make_resources([])))["rerank_results"][0]["chunk_id"] == "archive"
+
+
 def test_cap_applies_minimum_then_maximum():
     ranked = [dict(cand(x, 0.5), rerank_score=s) for x, s in [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.1)]]
     update = cap({"rerank_results": ranked, "search_results": ranked}, config_for(make_resources([]),
