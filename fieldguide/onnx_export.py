@@ -126,10 +126,8 @@ def _locked(path: Path):
 
 def export_model(model_path: str, model_id: str, quantization: str, out: Path) -> dict:
     """Write model.onnx, tokenizer.json and encoder.json into `out`; returns the encoder config."""
-    import warnings
-
     try:
-        import torch
+        import torch  # noqa: F401  (export_fp32_graph's; checked here for a clear message)
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise ModelUnavailable(f"Exporting the embedding model to ONNX needs torch and sentence-transformers "
@@ -145,29 +143,8 @@ def export_model(model_path: str, model_id: str, quantization: str, out: Path) -
     transformer = model[0]
     names = config["input_names"]
 
-    class LastHiddenState(torch.nn.Module):
-        """The transformer alone, inputs by position (the exporter's calling convention)."""
-
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *inputs):
-            return self.inner(**dict(zip(names, inputs))).last_hidden_state
-
-    sample = transformer.tokenizer(["an example", "a second, longer example text"], padding=True,
-                                   return_tensors="pt")
-    dynamic = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
     fp32_path = out / "model-fp32.onnx"
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # the exporter's tracer warnings are about code paths not taken
-        try:
-            torch.onnx.export(LastHiddenState(transformer.auto_model.eval()), tuple(sample[n] for n in names),
-                              str(fp32_path), input_names=names, output_names=["last_hidden_state"],
-                              dynamic_axes=dynamic, opset_version=17, dynamo=False)
-        except Exception as exc:
-            raise ModelUnavailable(f"Cannot export {model_id} to ONNX ({exc}); set "
-                                   "FIELDGUIDE_EMBEDDING_BACKEND=torch to use it as it is.") from exc
+    export_fp32_graph(transformer, model_id, names, fp32_path)
     transformer.tokenizer.backend_tokenizer.save(str(out / TOKENIZER_FILE))
 
     reference = model.encode(list(PROBE_TEXTS), normalize_embeddings=False, convert_to_numpy=True)
@@ -191,6 +168,37 @@ def export_model(model_path: str, model_id: str, quantization: str, out: Path) -
             "or FIELDGUIDE_EMBEDDING_BACKEND=torch.")
     (out / ENCODER_CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return config
+
+
+def export_fp32_graph(transformer, model_id: str, names: list[str], fp32_path: Path) -> None:
+    """torch's exporter on a sentence-transformers Transformer module: the graph from the
+    inputs `names` to last_hidden_state, batch and sequence dynamic."""
+    import warnings
+
+    import torch
+
+    class LastHiddenState(torch.nn.Module):
+        """The transformer alone, inputs by position (the exporter's calling convention)."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs):
+            return self.inner(**dict(zip(names, inputs))).last_hidden_state
+
+    sample = transformer.tokenizer(["an example", "a second, longer example text"], padding=True,
+                                   return_tensors="pt")
+    dynamic = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the exporter's tracer warnings are about code paths not taken
+        try:
+            torch.onnx.export(LastHiddenState(transformer.auto_model.eval()), tuple(sample[n] for n in names),
+                              str(fp32_path), input_names=names, output_names=["last_hidden_state"],
+                              dynamic_axes=dynamic, opset_version=17, dynamo=False)
+        except Exception as exc:
+            raise ModelUnavailable(f"Cannot export {model_id} to ONNX ({exc}); set "
+                                   "FIELDGUIDE_EMBEDDING_BACKEND=torch to use it as it is.") from exc
 
 
 def _store_optimised(model_path: Path) -> None:
