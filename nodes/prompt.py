@@ -31,7 +31,6 @@ def prompt(state: dict, config: RunnableConfig = None) -> dict:
             messages = [
                 SystemMessage(content=system_prompt(state.get("intent", "conceptual"))),
                 *earlier_turns(state.get("messages") or [], state["question"]),
-                HumanMessage(content=user_message(question_of(state), state.get("context") or [],
-                                                  state.get("gaps") or [])),
+                HumanMessage(content=user_message(question_of(state), state.get("context") or [])),
             ]
     return {"prompt_messages": messages, "timings_ms": with_timing(state, "prompt", sw.ms)}
