@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from nodes.prompt import prompt
+from nodes.prompt import prompt, prompt_blocks
 from prompts.loader import format_context, system_prompt
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -83,6 +83,14 @@ def test_a_selection_of_the_context_keeps_its_citation_numbers():
     text = format_context([BLOCKS[0], BLOCKS[2]], [1, 3])
     assert '<excerpt n="1"' in text and '<excerpt n="3"' in text and 'n="2"' not in text
     assert "[... part 2, 3 of 3 of this section left out here ...]" in text
+
+
+def test_the_model_reads_the_evidence_blocks_first_within_its_word_budget():
+    blocks = [{"text": " ".join(["word"] * size)} for size in (50, 200, 80, 120)]
+    assert prompt_blocks(blocks, [], 0) == [0, 1, 2, 3]
+    assert prompt_blocks(blocks, [{"n": 4}, {"n": 3}], 250) == [0, 2, 3]  # 80 + 120, then 50 fits; 200 does not
+    assert prompt_blocks(blocks, [{"n": 2}], 100) == [1]  # the first block chosen is read whatever its length
+    assert prompt_blocks(blocks, [], 140) == [0, 2]
 
 
 def test_prompt_node_builds_system_history_and_question():
