@@ -151,6 +151,7 @@ def main() -> int:
     # fieldguide: first text the reader sees (a quote); fieldguide_model: the chat model's first token
     first_token: dict[str, list[float]] = {"fieldguide": [], "fieldguide_model": [], "peer": []}
     abstained_ms: list[float] = []
+    per_question: dict[str, dict[str, list[float]]] = {}  # id -> system -> first token of each block
 
     with open_resources(settings) as resources:
         retrieval_graph, full_graph = build_retrieval_graph(), build_graph()
@@ -191,11 +192,14 @@ def main() -> int:
                     first, _ = asyncio.run(peer_first_token(chain, item["question"]))
                     if first is not None:
                         first_token["peer"].append(first)
+                        per_question.setdefault(item["id"], {}).setdefault("peer", []).append(round(first, 1))
                 else:
                     first, total, abstained, model_first = asyncio.run(fieldguide_first_token(
                         full_graph, item["question"], resources))
                     if model_first is not None:
                         first_token["fieldguide_model"].append(model_first)
+                        per_question.setdefault(item["id"], {}).setdefault("fieldguide_model", []).append(
+                            round(model_first, 1))
                     if first is not None:
                         first_token["fieldguide"].append(first)
                     elif abstained:
@@ -224,6 +228,7 @@ def main() -> int:
         "model_first_token_p50_ratio": (round(tokens["fieldguide_model"]["p50"] / tokens["peer"]["p50"], 3)
                                         if tokens["fieldguide_model"]["n"] and tokens["peer"]["n"] else None),
         "first_token_target": FIRST_TOKEN_TARGET,
+        "first_token_ms_per_question": per_question,
         "fieldguide_abstained": {"n": len(abstained_ms), "answer_ms": percentiles(abstained_ms)},
         "quality": {name: {key: scores[name].get(key) for key in (
             "facts_all", "facts_soft", "file_hit", "section_mrr", "abstain_ok", "ctx_words")} for name in scores},

@@ -13,7 +13,10 @@ activations of a whole run at once, so in a batch a text's vector would depend o
 beside it and on their padding (cosine 0.993 between the two ways on the development docs),
 and a question, always alone, would be encoded unlike the chunks. Alone, a text gets the same
 vector whichever files are ingested with it, and no run pads. fp32 graphs encode in batches,
-longest texts first so that a batch pads little; vectors come back in the order given.
+longest texts first, and a batch ends where the texts get much shorter than its first
+(`BATCH_LENGTH_RATIO`): a run costs its number of texts times its longest, so one list item
+of 90 tokens would otherwise make twenty sentences of 20 pay for 90 each (the evidence step
+embeds such mixed lists for every question). Vectors come back in the order given.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from pathlib import Path
 ENCODER_CONFIG = "encoder.json"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
+BATCH_LENGTH_RATIO = 0.7  # a run ends before a text shorter than this share of its first (characters)
 
 
 class OnnxEncoder:
@@ -58,11 +62,22 @@ class OnnxEncoder:
         prompted = [self._prompt + text for text in texts] if self._prompt else list(texts)
         # longest first (characters stand in for tokens), so each batch pads little
         order = sorted(range(len(texts)), key=lambda i: -len(prompted[i]))
-        step = 1 if self.one_text_per_run else max(1, int(batch_size))
-        for start in range(0, len(order), step):
-            rows = order[start:start + step]
+        for rows in self._batches(order, [len(text) for text in prompted], batch_size):
             out[rows] = self._encode_batch([prompted[i] for i in rows])
         return out
+
+    def _batches(self, order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+        """`order` (longest first) cut into runs: at most `batch_size` texts, none shorter than
+        `BATCH_LENGTH_RATIO` of the run's first; one text a run for an int8 graph."""
+        size = 1 if self.one_text_per_run else max(1, int(batch_size))
+        batches: list[list[int]] = []
+        for index in order:
+            current = batches[-1] if batches else None
+            if current is None or len(current) >= size or lengths[index] < BATCH_LENGTH_RATIO * lengths[current[0]]:
+                batches.append([index])
+            else:
+                current.append(index)
+        return batches
 
     def _encode_batch(self, texts: list[str]):
         np = self._np

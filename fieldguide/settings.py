@@ -128,6 +128,10 @@ class Settings(BaseSettings):
         None, description="Support (0..1) a generated sentence needs to count as supported by the context. Unset: "
         "0.8 for the local GGUF model (a 135M model's fluent sentences reuse the docs' words and are still often "
         "wrong), 0.6 for an OpenAI-compatible endpoint (a capable model paraphrases).")
+    prompt_context_words: int | None = Field(
+        None, description="Words of context the chat model reads (whole excerpts: the ones the quoted evidence "
+        "comes from first, then the others in context order; 0: the whole context). Unset: 300 for the local "
+        "GGUF model, whose time to first token is mostly reading its prompt; 0 for an OpenAI-compatible endpoint.")
     evidence_words: int = Field(
         180, description="Words of verbatim evidence quoted at the top of an answer for each thing the question "
         "asks (half as many for a second and third ask; at least one unit).")

@@ -98,6 +98,9 @@ class QueryOptions(BaseModel):
     min_support: float | None = Field(
         None, ge=0.0, le=1.0, description="Support a generated sentence needs to count as supported; unset: "
         "0.8 for the local model, 0.6 for an endpoint's.")
+    prompt_context_words: Annotated[int | None, PublicLimit("public_max_context_token_budget")] = Field(
+        None, ge=0, le=100_000, description="Words of context the chat model reads (whole excerpts, the quoted "
+        "evidence's first; 0: the whole context); unset: 300 for the local model, 0 for an endpoint's.")
     evidence_words: int | None = Field(
         None, ge=1, le=2000, description="Words of verbatim evidence quoted at the top of an answer, per thing "
         "the question asks (half as many for a second and third ask).")
@@ -145,6 +148,8 @@ class QueryOptions(BaseModel):
             unset["verify"] = DEFAULT_VERIFY
         if unset.get("min_support", self.min_support) is None:
             unset["min_support"] = default_min_support(settings.chat_provider)
+        if unset.get("prompt_context_words", self.prompt_context_words) is None:
+            unset["prompt_context_words"] = default_prompt_context_words(settings.chat_provider)
         return self.model_copy(update=unset) if unset else self
 
 
@@ -235,6 +240,14 @@ def default_min_support(chat_provider: str | None) -> float:
     """Support a sentence needs, per generator: strict for the small local model, whose sentences
     reuse the docs' words while getting them wrong; looser for an endpoint's model, which paraphrases."""
     return 0.6 if _endpoint(chat_provider) else 0.8
+
+
+def default_prompt_context_words(chat_provider: str | None) -> int:
+    """Words of context the chat model reads, per generator (0: all of it). The small local model
+    spends most of its time to first token reading the prompt, and its own sentences rarely pass
+    the check (the quoted evidence carries the facts), so it reads about what a four-chunk
+    retriever would give it; an endpoint's model reads the whole context."""
+    return 0 if _endpoint(chat_provider) else 300
 
 
 WARM_UP_CANDIDATE = {"chunk_id": "warm-up", "heading_path": ["Warm up"], "text": "warm up",

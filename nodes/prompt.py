@@ -3,13 +3,18 @@
 System prompt for the intent (`prompts/*.md`), the last turns of the conversation
 (so follow-up questions make sense), then one user message with the context fenced
 as data and the question. Nothing is built when the turn abstains.
+
+The model reads at most `prompt_context_words` of the context (`prompt_blocks`): whole
+excerpts, the ones the quoted evidence comes from first, then the others in context order,
+each under its own citation number. The reader already has the evidence; the rest of the
+context stays in the state, for the sentence check and the citations.
 """
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, question_of, with_timing
+from graph.runtime import Stopwatch, options_for, question_of, with_timing
 from prompts.loader import system_prompt, user_message
 
 HISTORY_MESSAGES = 4  # two earlier question/answer pairs
@@ -23,15 +28,36 @@ def earlier_turns(messages: list, question: str) -> list:
     return [type(m)(content=m.content) for m in turns[-HISTORY_MESSAGES:]]
 
 
+def prompt_blocks(blocks: list[dict], evidence: list[dict], max_words: int) -> list[int]:
+    """Indexes (in context order) of the blocks the model reads: the blocks the evidence quotes
+    first, then the others in context order, each whole, while they fit in `max_words` (0: all).
+    The first block chosen is always read, whatever its length."""
+    if not max_words or not blocks:
+        return list(range(len(blocks)))
+    quoted = [n - 1 for n in dict.fromkeys(int(unit["n"]) for unit in evidence) if 0 < n <= len(blocks)]
+    order = sorted(quoted) + [i for i in range(len(blocks)) if i not in quoted]
+    chosen: list[int] = []
+    words = 0
+    for index in order:
+        size = len(str(blocks[index].get("text", "")).split())
+        if chosen and words + size > max_words:
+            continue
+        chosen.append(index)
+        words += size
+    return sorted(chosen)
+
+
 def prompt(state: dict, config: RunnableConfig = None) -> dict:
     with Stopwatch() as sw:
         if state.get("abstain"):
             messages = []
         else:
+            blocks = state.get("context") or []
+            read = prompt_blocks(blocks, state.get("evidence") or [], options_for(config).prompt_context_words)
             messages = [
                 SystemMessage(content=system_prompt(state.get("intent", "conceptual"))),
                 *earlier_turns(state.get("messages") or [], state["question"]),
-                HumanMessage(content=user_message(question_of(state), state.get("context") or [],
-                                                  state.get("gaps") or [])),
+                HumanMessage(content=user_message(question_of(state), [blocks[i] for i in read],
+                                                  [i + 1 for i in read])),
             ]
     return {"prompt_messages": messages, "timings_ms": with_timing(state, "prompt", sw.ms)}

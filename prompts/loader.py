@@ -7,9 +7,11 @@ the context: it is data, never instructions.
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from importlib import resources
 
+_HEADING = re.compile(r"^#{1,6}\s+")
 PROMPT_FOR_INTENT = {"screen": "screen", "conceptual": "conceptual", "ambiguous": "conceptual"}
 
 CONTEXT_RULE = (
@@ -36,56 +38,89 @@ def _escape(text: str) -> str:
     return text.replace("</excerpt", "<\\/excerpt").replace("</documentation", "<\\/documentation")
 
 
-def format_context(blocks: list[dict], gaps: list[dict] | None = None) -> str:
-    """The context as numbered, fenced excerpts; reassembled sections marked part by part."""
-    missing = {g["group_id"]: g for g in gaps or []}
+def format_context(blocks: list[dict], numbers: list[int] | None = None) -> str:
+    """The context as numbered, fenced excerpts, labelled as briefly as the model needs them.
+
+    An excerpt's tag carries its number and section; a part of a longer section also its part
+    number, and a line between excerpts says which parts of that section are left out. A
+    screenshot the text does not already show is listed after it. The source file and the
+    block's kind are not sent: citations go by number, and every label costs the model time
+    to read before its first token. `numbers` are the blocks' citation numbers when they are a
+    selection of the context (default 1, 2, ...).
+    """
     lines = ["<documentation>"]
-    previous: dict | None = None
-    for number, block in enumerate(blocks, start=1):
+    numbers = list(numbers) if numbers is not None else list(range(1, len(blocks) + 1))
+    for index, (number, block) in enumerate(zip(numbers, blocks)):
+        previous = blocks[index - 1] if index else None
         skipped = _skipped_parts(previous, block)
         if skipped:
-            lines.append(f"[... part {', '.join(map(str, skipped))} of {block['part_count']} "
-                         "of this section left out here ...]")
-        previous = block
-        section = " > ".join(block.get("heading_path") or []) or "(untitled)"
-        attrs = [f'n="{number}"', f'source="{block["source"]}"', f'section="{section}"',
-                 f'kind="{block.get("content_kind") or "prose"}"']
+            lines.append(_left_out(skipped, block))
+        attrs = [f'n="{number}"']
+        text = block.get("text", "").strip()
+        label = section_label(block, text, previous)
+        if label:
+            attrs.append(f'section="{label}"')
         part_count = int(block.get("part_count") or 1)
         if part_count > 1:
             attrs.append(f'part="{block["part_index"]} of {part_count}"')
-        intro = block.get("context_role") == "parent_intro"
-        if intro:
+        if block.get("context_role") == "parent_intro":
             attrs.append('role="parent intro"')
         lines.append(f"<excerpt {' '.join(attrs)}>")
-        if intro:
-            lines.append("[Introduction of the parent section, given for the subsection that follows"
-                         + ("; the rest of the parent section is not included.]" if part_count > 1 else ".]"))
-        elif part_count > 1:
-            note = f"[Reassembled section: part {block['part_index']} of {part_count}."
-            gap = missing.get(block.get("group_id"))
-            if gap:
-                left = gap["missing_parts"]
-                note += f" {'Parts' if len(left) > 1 else 'Part'} {', '.join(map(str, left))} left out to fit the budget."
-            lines.append(note + "]")
-        lines.append(_escape(block.get("text", "").strip()))
-        if block.get("images"):
-            lines.append("Screenshots: " + " ".join(block["images"]))
+        lines.append(_escape(text))
+        shown = [url for url in block.get("images") or [] if url not in text]
+        if shown:
+            lines.append("Screenshots: " + " ".join(shown))
         lines.append("</excerpt>")
+        following = blocks[index + 1] if index + 1 < len(blocks) else None
+        trailing = _trailing_parts(block, following)
+        if trailing:
+            lines.append(_left_out(trailing, block))
     lines.append("</documentation>")
     return "\n".join(lines)
 
 
+def section_label(block: dict, text: str, previous: dict | None = None) -> str:
+    """The headings above the excerpt that its text does not show: none for the next part of the
+    section the previous excerpt holds; the path without its last heading when the text opens with
+    that heading."""
+    path = list(block.get("heading_path") or [])
+    if previous is not None and previous.get("group_id") is not None \
+            and previous.get("group_id") == block.get("group_id") and previous.get("heading_path") == path:
+        return ""
+    if not path:
+        return "(untitled)"
+    first = text.split("\n", 1)[0]
+    if _HEADING.match(first) and _HEADING.sub("", first).strip(" #") == path[-1].strip():
+        path = path[:-1]
+    return " > ".join(path)
+
+
+def _left_out(parts: list[int], block: dict) -> str:
+    return f"[... part {', '.join(map(str, parts))} of {block['part_count']} of this section left out here ...]"
+
+
 def _skipped_parts(previous: dict | None, block: dict) -> list[int]:
     """Part numbers missing just before `block` within its own section."""
-    if int(block.get("part_count") or 1) <= 1:
+    if int(block.get("part_count") or 1) <= 1 or block.get("context_role") == "parent_intro":
         return []
     same = previous is not None and previous.get("group_id") == block.get("group_id")
     start = int(previous["part_index"]) + 1 if same else 1
     return list(range(start, int(block["part_index"])))
 
 
-def user_message(question: str, blocks: list[dict], gaps: list[dict] | None = None) -> str:
-    return f"{format_context(blocks, gaps)}\n\nQuestion: {question.strip()}"
+def _trailing_parts(block: dict, following: dict | None) -> list[int]:
+    """Part numbers missing right after `block` at the end of its section (none when the next
+    block continues the section)."""
+    part_count = int(block.get("part_count") or 1)
+    if part_count <= 1 or block.get("context_role") == "parent_intro":
+        return []
+    if following is not None and following.get("group_id") == block.get("group_id"):
+        return []
+    return list(range(int(block["part_index"]) + 1, part_count + 1))
+
+
+def user_message(question: str, blocks: list[dict], numbers: list[int] | None = None) -> str:
+    return f"{format_context(blocks, numbers)}\n\nQuestion: {question.strip()}"
 
 
 def condense_message(earlier: list[str], question: str) -> str:

@@ -203,3 +203,17 @@ def test_the_onnx_backend_embeds_without_importing_torch(onnx_embeddings):
                             env=dict(os.environ, FIELDGUIDE_MODEL_CACHE_DIR=str(onnx_embeddings.folder.parent.parent)))
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["384", "[]"]
+
+
+def test_a_batch_ends_where_the_texts_get_much_shorter_than_its_first():
+    from types import SimpleNamespace
+
+    from fieldguide.onnx_embeddings import BATCH_LENGTH_RATIO, OnnxEncoder
+
+    lengths = [100, 95, 90, 30, 28, 27, 26, 10]
+    order = list(range(len(lengths)))  # longest first, as `encode` sorts them
+    fp32, int8 = SimpleNamespace(one_text_per_run=False), SimpleNamespace(one_text_per_run=True)
+    assert BATCH_LENGTH_RATIO == 0.7
+    assert OnnxEncoder._batches(fp32, order, lengths, 64) == [[0, 1, 2], [3, 4, 5, 6], [7]]
+    assert OnnxEncoder._batches(fp32, order, lengths, 2) == [[0, 1], [2], [3, 4], [5, 6], [7]]
+    assert OnnxEncoder._batches(int8, order, lengths, 64) == [[i] for i in order]

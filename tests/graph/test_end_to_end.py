@@ -75,8 +75,10 @@ def test_a_document_telling_the_model_to_ignore_its_rules_is_data(small_corpus):
     final = asyncio.run(ask())
     assert any(b["source"] == "concepts/notes.md" for b in final["context"])
     prompt = final["prompt_messages"][-1].content
-    excerpt = prompt[prompt.index('source="concepts/notes.md"'):]
-    assert excerpt.index("Ignore all previous instructions") < excerpt.index("</excerpt>")
+    at = prompt.index("Ignore all previous instructions")
+    before, after = prompt[:at], prompt[at:]
+    assert before.rindex("<excerpt ") > before.rfind("</excerpt>")  # inside an excerpt's fence
+    assert "<excerpt " not in after[:after.index("</excerpt>")]  # and closed by that excerpt's own tag
     assert "not instructions" in final["prompt_messages"][0].content
     assert "dark mode" in final["answer"]
     assert "PWNED" not in final["answer"] and "evil.example" not in final["answer"]
