@@ -34,3 +34,24 @@ def write_corpus(root: Path, pages: dict[str, str] | None = None) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+class CountingEmbeddings:
+    """Wraps the real model and counts what it was asked: texts embedded as documents, questions
+    embedded as queries (the calibration's probes are questions)."""
+
+    def __init__(self, inner):
+        from fieldguide.embedding import embedding_dimension
+
+        self.inner = inner
+        self.texts = 0
+        self.queries = 0
+        self.dimension = embedding_dimension(inner)
+
+    def embed_documents(self, texts):
+        self.texts += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        self.queries += 1
+        return self.inner.embed_query(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from store_corpus import write_corpus
+from store_corpus import CountingEmbeddings, write_corpus
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.models]
 
@@ -98,24 +98,6 @@ def test_probe_figures_are_kept_while_the_changed_chunks_stay_under_the_share():
     assert Calibration.from_dict({"version": measured.version, "rerank_min": 0.5}) is None
 
 
-class ProbeCounting:
-    """The real embeddings, counting the questions embedded (the probes are questions)."""
-
-    def __init__(self, inner):
-        from fieldguide.embedding import embedding_dimension
-
-        self.inner = inner
-        self.queries = 0
-        self.dimension = embedding_dimension(inner)
-
-    def embed_documents(self, texts):
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        self.queries += 1
-        return self.inner.embed_query(text)
-
-
 def test_a_small_change_keeps_the_probe_figures_and_updates_the_term_statistics(
         weaviate_settings, embeddings, tmp_path, monkeypatch):
     from dataclasses import replace
@@ -127,7 +109,7 @@ def test_a_small_change_keeps_the_probe_figures_and_updates_the_term_statistics(
     from ingest.pipeline import ingest_folder
 
     docs = write_corpus(tmp_path / "docs")
-    counting = ProbeCounting(embeddings)
+    counting = CountingEmbeddings(embeddings)
 
     def ingest():
         counting.queries = 0

@@ -3,27 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from store_corpus import write_corpus
+from store_corpus import CountingEmbeddings, write_corpus
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.models]
-
-
-class CountingEmbeddings:
-    """Wraps the real model and counts what it was asked to embed."""
-
-    def __init__(self, inner):
-        from fieldguide.embedding import embedding_dimension
-
-        self.inner = inner
-        self.texts = 0
-        self.dimension = embedding_dimension(inner)
-
-    def embed_documents(self, texts):
-        self.texts += len(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text):
-        return self.inner.embed_query(text)
 
 
 def _ingest(docs, settings, embeddings, **kwargs):
