@@ -53,6 +53,11 @@ QUESTION_WORDS = frozenset("anyway anymore else instead please maybe possible".s
 ABOUT = " — about: "  # joins a follow-up to the topic carried over from the previous turn
 
 
+def own_part(standalone: str) -> str:
+    """A standalone question without the topic the rules carried over (the reader's own words)."""
+    return standalone.split(ABOUT, 1)[0]
+
+
 def leans_on_previous(question: str) -> bool:
     """Whether a question can only be understood with the turn before it."""
     text = " ".join(question.split())

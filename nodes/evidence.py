@@ -35,7 +35,7 @@ from langchain_core.runnables import RunnableConfig
 
 from fieldguide.content_words import terms
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
-from nodes.condense import ABOUT
+from nodes.condense import own_part
 from nodes.quotable import Unit, context_units, looks_like_instruction
 
 LEXICAL_WEIGHT = 1.0
@@ -66,7 +66,7 @@ _ASK = re.compile(r"\?|(?<=[\w,;])\s+(?:and|or|also|but)\s+(?:how|where|what|whi
 def asks(question: str) -> int:
     """How many things a question asks (1 to `MAX_ASKS`): its question marks and the questions joined
     to another by "and"/"or". A follow-up's carried topic (after " — about: ") asks nothing."""
-    own = question.split(ABOUT, 1)[0]
+    own = own_part(question)
     return max(1, min(MAX_ASKS, len(_ASK.findall(own))))
 
 

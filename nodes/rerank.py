@@ -20,14 +20,14 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 
 from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_stage, with_timing
-from nodes.condense import ABOUT
+from nodes.condense import own_part
 
 
 def own_words(state: dict) -> str | None:
     """A rules-condensed follow-up's own words (the question without its carried topic), else None."""
     if state.get("condensed_by") != "rules":
         return None
-    own = question_of(state).split(ABOUT, 1)[0].strip()
+    own = own_part(question_of(state)).strip()
     return own or None
 
 
