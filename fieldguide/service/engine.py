@@ -31,6 +31,7 @@ class TurnEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._submitted: set[asyncio.Task] = set()  # touched on the loop's thread only
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -60,7 +61,15 @@ class TurnEngine:
 
     def submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         """Run `coroutine` on the engine's loop; the future's cancel() cancels it there."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return asyncio.run_coroutine_threadsafe(self._tracked(coroutine), self.loop)
+
+    async def _tracked(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        task = asyncio.current_task()
+        self._submitted.add(task)
+        try:
+            return await coroutine
+        finally:
+            self._submitted.discard(task)
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Cancel what still runs, let it finish its error events, then end the thread."""
@@ -71,10 +80,19 @@ class TurnEngine:
             return
 
         async def cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
+            me = asyncio.current_task()
+            # Cancel each submitted coroutine once. One cancelled already (the shutdown cancels
+            # each running turn first) may be awaiting what it does on its way out, LangGraph's
+            # save of the conversation's checkpoint, which a second cancellation would abandon.
+            submitted = [t for t in self._submitted if not t.done()]
+            for task in submitted:
+                if not task.cancelling():
+                    task.cancel()
+            await asyncio.gather(*submitted, return_exceptions=True)
+            rest = [t for t in asyncio.all_tasks() if t is not me]
+            for task in rest:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*rest, return_exceptions=True)
 
         try:
             await asyncio.wait_for(asyncio.wrap_future(asyncio.run_coroutine_threadsafe(cancel_all(), loop)),

@@ -69,6 +69,19 @@ def failure_message(exc: BaseException, conversation_id: str = "") -> str:
     return reader_message(exc, conversation_id)
 
 
+async def finish_exit_save(cancelled: asyncio.CancelledError) -> None:
+    """Let the checkpoint save of a cancelled run end before the turn does. A run cancelled
+    again while it saves hands its save task over in the exception's args (LangGraph's way to
+    let the caller await it); unawaited, it could be cut off by the loop's end, and the turn
+    would be missing from the conversation's history."""
+    for task in cancelled.args:
+        if isinstance(task, asyncio.Task) and not task.done():
+            try:
+                await asyncio.shield(task)
+            except BaseException:  # the save's own failure is LangGraph's to log; the turn ends as cancelled
+                pass
+
+
 async def run_turn(conversation: Conversation, graph, graph_input: dict, config: dict, *,
                    resolve_image, source_url_template: str | None = None,
                    turn_number: int | None = None) -> TurnOutcome:
@@ -133,7 +146,8 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             done["turn"] = turn_number
         conversation.append("done", done)
         return TurnOutcome("done", {**final, "timings_ms": timings}, query_vector=query_vector)
-    except asyncio.CancelledError:
+    except asyncio.CancelledError as cancelled:
+        await finish_exit_save(cancelled)
         conversation.append("error", {"message": conversation.cancel_reason or "the answer was cancelled"})
         raise
     except Exception as exc:  # any failure becomes an event; the server carries on
