@@ -1,6 +1,6 @@
 """The service over the scripted graph, as a process of its own (tests and benchmarks).
 
-    python -m fieldguide.service.scripted_server --port 8000 [--token-delay 0.01] [--words 200]
+    python -m fieldguide.service.scripted_server --port 8000 [--token-delay 0.01] [--words 200] [--save-delay 0.3]
 
 It reads the same `FIELDGUIDE_*` settings as `fieldguide serve` (the state URL above all),
 needs no models and no Weaviate, and streams a scripted answer: "Turn {turn}: " and then
@@ -26,6 +26,20 @@ def scripted_answer(words: int) -> str:
     return "Turn {turn}: " + " ".join(f"w{n}" for n in range(words))
 
 
+def slow_saves(checkpointer, seconds: float) -> None:
+    """Make each of `checkpointer`'s async saves take `seconds` longer: a save then spans many turns
+    of the event loop, as it does against a real store, which is where a shutdown could cut it short."""
+    import asyncio
+
+    save = checkpointer.aput
+
+    async def aput(*args, **kwargs):
+        await asyncio.sleep(seconds)
+        return await save(*args, **kwargs)
+
+    checkpointer.aput = aput
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default="127.0.0.1")
@@ -34,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--words", type=int, default=200, help="words in the scripted answer")
     parser.add_argument("--answer", help="the answer's text instead ({question} and {turn} are filled in)")
     parser.add_argument("--one-at-a-time", action="store_true", help="one generation at a time per process")
+    parser.add_argument("--save-delay", type=float, default=0.0,
+                        help="seconds each checkpoint save takes (sleeping), as with a store across a network")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
 
@@ -49,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     answer = args.answer or scripted_answer(args.words)
 
     def factory(checkpointer=None):
+        if checkpointer is not None and args.save_delay > 0:
+            slow_saves(checkpointer, args.save_delay)
         return build_scripted_graph(checkpointer, answer=answer, token_delay=args.token_delay,
                                     one_at_a_time=args.one_at_a_time)
 

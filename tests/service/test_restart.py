@@ -11,6 +11,7 @@ from tests.service.sse import read_events
 
 WORDS = 300
 TOKEN_DELAY = 0.01  # 3 s an answer: time to kill it halfway
+SAVE_DELAY = 0.3  # each checkpoint save spans many loop turns, so a shutdown that cuts one short shows
 
 
 def check_resumed(before, after, turn):
@@ -32,7 +33,8 @@ def sqlite_env(tmp_path):
 
 @pytest.mark.parametrize("how", ["kill", "stop"])
 def test_a_restart_mid_answer_loses_and_repeats_nothing(sqlite_env, tmp_path, how):
-    service = ServiceProcess(sqlite_env, args=["--token-delay", str(TOKEN_DELAY), "--words", str(WORDS)],
+    service = ServiceProcess(sqlite_env, args=["--token-delay", str(TOKEN_DELAY), "--words", str(WORDS),
+                                               "--save-delay", str(SAVE_DELAY)],
                              log_path=str(tmp_path / "service.log"))
     with httpx.Client(timeout=30) as client:
         service.start()
