@@ -15,7 +15,9 @@ support, when it has `MAX_NEW_WORDS` or more content words found nowhere in the 
 the question, a number the context does not have, nothing but the question's own words, or
 when the context unit it leans on reads as an instruction to the assistant (chunk text is
 data). A sentence that repeats an earlier one or the quoted evidence adds nothing and is
-left out too (`verify` other than `off`).
+left out too (`verify` other than `off`), and so is one whose every word is the question's or
+already said: it can only join them anew, and whether "the price is made up by the skipper
+fee" is what the quoted lines say is beyond what shared words can tell.
 
 Markers are settled here: a marker naming no block is removed; a sentence that cites no
 block, or a block that does not hold its words, cites the block that supports it best.
@@ -158,6 +160,9 @@ class SentenceChecker:
         marked = _with_markers(plain, cited)
         if not reason and self.mode != "off" and self._repeats(words):
             return Verdict(marked, cited, support, True, False, "repeats what the answer already says")
+        if not reason and self.mode != "off" and self._pieced(words):
+            return Verdict(marked, cited, support, True, False,
+                           "says nothing the quoted lines and the question do not")
         return self._verdict(marked, cited, support, not reason, reason)
 
     def _verdict(self, text: str, cited: list[int], support: float, supported: bool, reason: str) -> Verdict:
@@ -184,6 +189,12 @@ class SentenceChecker:
 
     def _repeats(self, words: set[str]) -> bool:
         return any(len(words & earlier) >= REPEAT_OVERLAP * len(words) for earlier in self.said)
+
+    def _pieced(self, words: set[str]) -> bool:
+        """Every word is the question's or already said (the quoted evidence, kept sentences):
+        the sentence can only join them anew, and a new relation between supported words is
+        what word overlap cannot check ("the price is made up by the skipper fee")."""
+        return bool(self.said) and words <= self.question_terms.union(*self.said)
 
 
 def _with_markers(text: str, numbers: list[int]) -> str:

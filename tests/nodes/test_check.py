@@ -3,6 +3,7 @@ and the stream cut into sentences as they complete."""
 import pytest
 
 from fakes import FakeEmbeddings
+from fieldguide.content_words import terms as check_terms
 from nodes.check import SentenceChecker, SentenceStream
 from nodes.citations import MarkerFilter, citations_for, drop_unknown_markers
 from nodes.evidence import embedding_text
@@ -66,6 +67,23 @@ def test_a_sentence_repeating_an_earlier_one_adds_nothing():
     first = check.check("The Skipper field lists licensed staff who are free.")
     again = check.check("The Skipper field lists the licensed staff who are free.")
     assert first.kept and not again.kept and again.supported and "repeats" in again.reason
+
+
+def test_a_sentence_pieced_from_the_question_and_the_quoted_lines_adds_nothing():
+    """"The price of a booking is made up by the tax" takes "price of a booking made up" from the
+    question and "tax" from the quote: every word is supported, the claim is not the docs'."""
+    check = checker(question="How is the price of a booking made up?")
+    check.said.append(check_terms(BLOCKS[1]["text"]))  # the evidence quoted above the model's text
+    pieced = check.check("The price of a booking is made up by the tax.")
+    assert pieced.supported and not pieced.kept and "quoted" in pieced.reason
+    adding = check.check("The Skipper field lists licensed staff who are free.")
+    assert adding.kept  # words of the context the quotes do not hold: something new
+
+
+def test_a_pieced_sentence_is_kept_when_verify_is_off():
+    check = checker(mode="off", question="How is the price of a booking made up?")
+    check.said.append(check_terms(BLOCKS[1]["text"]))
+    assert check.check("The price of a booking is made up by the tax.").kept
 
 
 @pytest.mark.parametrize("mode,kept,flagged", [("drop", False, False), ("flag", True, True), ("off", True, False)])
