@@ -414,15 +414,11 @@ class BroadSearch:
             self._headings = dict(counts)
         return self._headings
 
-    def sections(self, questions: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[dict]:
-        """Sections with the best score any of `questions` gave them, best first by that score
-        and their page's support (`page_supported`)."""
-        return self.search(questions, vectors)[0]
-
     def search(self, questions: Sequence[str],
                vectors: Sequence[Sequence[float]]) -> tuple[list[dict], list[list[dict]]]:
-        """(the sections of `sections`, pooled over `questions`; each question's own sections,
-        ranked the same way by the scores that question gave them)."""
+        """(sections with the best score any of `questions` gave them, best first by that score
+        and their page's support (`page_supported`); each question's own sections, ranked the
+        same way by the scores that question gave them)."""
         store = self.resources.store
         scorer = self.resources.reranker
         best: dict[tuple[str, tuple[str, ...]], float] = {}
