@@ -442,7 +442,8 @@ class BroadSearch:
 
 def ranked_sections(scores: dict[tuple[str, tuple[str, ...]], float]) -> list[dict]:
     """Section records of `scores` ((source, heading path) -> score), in `page_supported` order."""
-    return [{"source": s, "heading_path": list(h), "score": round(scores[(s, h)], 4)} for s, h in page_supported(scores)]
+    return [{"source": s, "heading_path": list(h), "score": round(scores[(s, h)], 4)}
+            for s, h in page_supported(scores)]
 
 
 # A section's rank also weighs its page: this share of the best score another section of the

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from fieldguide.gaps import (FEW_CHUNKS, NEAREST_MAX, PASSING_MENTION_CHUNKS, RENDERERS, BroadSearch, Cluster, GapReport,
-                             ProblemTurn, PAGE_SUPPORT, TopicWords, TurnSummary, build_report, classify, cluster_questions,
-                             named_per_wording, named_sections, page_supported, parse_since, passing_mention, probe_threshold, problem_turns, sentence_reasons,
-                             topic_words)
+from fieldguide.gaps import (FEW_CHUNKS, NEAREST_MAX, PASSING_MENTION_CHUNKS, RENDERERS, BroadSearch, Cluster,
+                             GapReport, ProblemTurn, PAGE_SUPPORT, TopicWords, TurnSummary, build_report, classify,
+                             cluster_questions, named_per_wording, named_sections, page_supported, parse_since,
+                             passing_mention, probe_threshold, problem_turns, sentence_reasons, topic_words)
 
 
 def _turn(cid, n, question, **values):
