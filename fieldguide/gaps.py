@@ -25,9 +25,9 @@ above that noise is a *strong candidate*.
 * **not_found**: otherwise, when a candidate stands out: above the noise when the docs use
   the topic words, above the strong level when the index has no term statistics to tell (an
   index built before them). The docs cover it, retrieval (or the section's wording) missed it;
-  the candidates are named as `file#heading`, three or, when they score within the index's
-  abstain margin of the best, up to five; ranked by score and by their page's support (a page
-  several of whose sections match ranks its sections higher).
+  the candidates are named as `file#heading`, for each wording searched its own three or, when
+  they score within the index's abstain margin of its best, up to five; ranked by score and by
+  their page's support (a page several of whose sections match ranks its sections higher).
 
 Why topic words: the calibration's probes are off-topic questions, so they only measure
 off-topic noise. A question in the product's domain about something its docs lack (payroll in a
@@ -414,12 +414,15 @@ class BroadSearch:
             self._headings = dict(counts)
         return self._headings
 
-    def sections(self, questions: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[dict]:
-        """Sections with the best score any of `questions` gave them, best first by that score
-        and their page's support (`page_supported`)."""
+    def search(self, questions: Sequence[str],
+               vectors: Sequence[Sequence[float]]) -> tuple[list[dict], list[list[dict]]]:
+        """(sections with the best score any of `questions` gave them, best first by that score
+        and their page's support (`page_supported`); each question's own sections, ranked the
+        same way by the scores that question gave them)."""
         store = self.resources.store
         scorer = self.resources.reranker
         best: dict[tuple[str, tuple[str, ...]], float] = {}
+        each = []
         for question, vector in zip(questions, vectors):
             candidates = {c["chunk_id"]: c for c in store.near_vector(vector, self.k)}
             for c in store.hybrid(question, vector, self.k):
@@ -427,11 +430,20 @@ class BroadSearch:
             pool = list(candidates.values())
             if not pool:
                 continue
+            own: dict[tuple[str, tuple[str, ...]], float] = {}
             for candidate, score in zip(pool, scorer.score(question, pool, term_stats=self.term_stats)):
                 key = (candidate["source"], tuple(candidate.get("heading_path") or ()))
-                best[key] = max(float(score), best.get(key, -math.inf))
-        return [{"source": s, "heading_path": list(h), "score": round(best[(s, h)], 4)}
-                for s, h in page_supported(best)]
+                own[key] = max(float(score), own.get(key, -math.inf))
+            for key, score in own.items():
+                best[key] = max(score, best.get(key, -math.inf))
+            each.append(ranked_sections(own))
+        return ranked_sections(best), each
+
+
+def ranked_sections(scores: dict[tuple[str, tuple[str, ...]], float]) -> list[dict]:
+    """Section records of `scores` ((source, heading path) -> score), in `page_supported` order."""
+    return [{"source": s, "heading_path": list(h), "score": round(scores[(s, h)], 4)}
+            for s, h in page_supported(scores)]
 
 
 # A section's rank also weighs its page: this share of the best score another section of the
@@ -536,11 +548,43 @@ def named_sections(sections: list[dict], margin: float | None) -> list[dict]:
     return named
 
 
+def named_per_wording(each: Sequence[list[dict]], margin: float | None) -> list[dict]:
+    """The sections a cluster names when its searched wordings are ranked one by one: each
+    wording's own `named_sections`, taken rank by rank across the wordings (every wording's
+    best, then every wording's second, ...), each section once, with the best score any
+    wording gave it.
+
+    Why per wording: a cluster can hold wordings of different needs that read alike (two
+    far-worded questions that share only the product's domain), and one ranking pooled over
+    them names the sections of whichever wording scores highest, so the other wordings' own
+    best sections fall below the few that are named. A cluster of one need loses nothing: its
+    wordings' rankings agree, and a section named by several is named once."""
+    lists = [named_sections(list(ranked), margin) for ranked in each]
+    best: dict[tuple[str, tuple[str, ...]], float] = {}
+    for ranked in each:
+        for s in ranked:
+            if s["score"] is not None:
+                key = (s["source"], tuple(s["heading_path"]))
+                best[key] = max(s["score"], best.get(key, -math.inf))
+    named, seen = [], set()
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for ranked in lists:
+            if rank < len(ranked):
+                key = (ranked[rank]["source"], tuple(ranked[rank]["heading_path"]))
+                if key not in seen:
+                    seen.add(key)
+                    named.append({**ranked[rank], "score": best.get(key, ranked[rank]["score"])})
+    return named
+
+
 def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, noise: float,
-             topic: TopicWords | None = None, margin: float | None = None) -> tuple[str, str, str, list[dict]]:
+             topic: TopicWords | None = None, margin: float | None = None,
+             each: Sequence[list[dict]] | None = None) -> tuple[str, str, str, list[dict]]:
     """(kind, reason, action, nearest) of one cluster: `sections` from the broad search, best
     first; `topic` its topic words (None: not known, the levels alone decide); `margin` how
-    close to the best a further candidate must score to be named (`named_sections`)."""
+    close to the best a further candidate must score to be named (`named_sections`); `each`,
+    when given, each searched wording's own ranking, and the named sections are then each
+    wording's own (`named_per_wording`). The levels go by the best score either way."""
     disliked = [t for t in turns if t.answered and "disliked" in t.reasons]
     if len(disliked) * 2 > len(turns):
         cited = Counter(section_name(c.get("source", ""), c.get("heading_path") or [])
@@ -554,7 +598,7 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
         where = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest) or "the cited sections"
         return ("disliked", reason, f"Read the answers and {where}: correct or complete the section the "
                 "answers came from, or add what readers asked for.", nearest)
-    nearest = named_sections(sections, margin)
+    nearest = named_per_wording(each, margin) if each else named_sections(sections, margin)
     top = max((n["score"] for n in nearest if n["score"] is not None), default=None)
     best = f"{top:.3f}" if top is not None else "nothing"
     if topic is not None and topic.unknown_share >= UNKNOWN_TOPIC_SHARE:
@@ -644,18 +688,19 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
         members.sort(key=lambda w: -counts[w])
         disliked = sum(1 for t in turns if t.answered and "disliked" in t.reasons)
         sections: list[dict] = []
+        each: list[list[dict]] = []
         topic = None
         if search is not None and disliked * 2 <= len(turns):
             ranked = sorted(group, key=lambda i: -counts[wordings[i]])
             picks = ranked[:SEARCH_WORDINGS]
-            sections = search.sections([wordings[i] for i in picks], [vectors[i] for i in picks])
+            sections, each = search.search([wordings[i] for i in picks], [vectors[i] for i in picks])
             if frequency is not None:
                 rows = ranked[:TOPIC_WORDINGS]
                 topic = topic_words([wordings[i] for i in rows], unit_mean([vectors[i] for i in rows]),
                                     word_vectors, frequency, heading_frequency=getattr(search, "heading_frequency",
                                                                                        None))
         kind, reason, action, nearest = classify(turns, sections, strong, noise, topic,
-                                                 search.margin if search else None)
+                                                 search.margin if search else None, each)
         clusters.append(Cluster(kind, turns, members, nearest, reason, action, topic))
     clusters.sort(key=lambda c: (-c.count, KINDS.index(c.kind)))
     seconds["search"] = round(time.perf_counter() - started, 3)

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from fieldguide.gaps import (FEW_CHUNKS, NEAREST_MAX, PASSING_MENTION_CHUNKS, RENDERERS, Cluster, GapReport, ProblemTurn,
-                             PAGE_SUPPORT, TopicWords, TurnSummary, build_report, classify, cluster_questions,
-                             named_sections, page_supported, parse_since, passing_mention, probe_threshold, problem_turns, sentence_reasons,
-                             topic_words)
+from fieldguide.gaps import (FEW_CHUNKS, NEAREST_MAX, PASSING_MENTION_CHUNKS, RENDERERS, BroadSearch, Cluster,
+                             GapReport, ProblemTurn, PAGE_SUPPORT, TopicWords, TurnSummary, build_report, classify,
+                             cluster_questions, named_per_wording, named_sections, page_supported, parse_since,
+                             passing_mention, probe_threshold, problem_turns, sentence_reasons, topic_words)
 
 
 def _turn(cid, n, question, **values):
@@ -217,6 +217,56 @@ def test_a_page_several_of_whose_sections_match_ranks_first():
                                         margin=0.05)
     assert kind == "not_found" and "lone.md#Aside at 0.600" in reason
     assert nearest == sections[:3]  # 0.40 is not within 0.05 of the best, 0.60
+
+
+def _sections(scores):
+    return [{"source": s, "heading_path": [], "score": score} for s, score in scores]
+
+
+def test_each_searched_wording_names_its_own_best_sections():
+    first = _sections([("a1.md", 0.9), ("a2.md", 0.89), ("a3.md", 0.88), ("a4.md", 0.87), ("a5.md", 0.86),
+                       ("a6.md", 0.85)])
+    second = _sections([("b1.md", 0.6), ("b2.md", 0.55), ("a1.md", 0.5)])
+    pooled = sorted(first + second[:2], key=lambda s: -s["score"])
+    # one ranking pooled over both wordings names only the first wording's sections
+    assert "b1.md" not in [s["source"] for s in classify([_problem("q", ["abstained"])], pooled, strong=0.7,
+                                                          noise=0.4, margin=0.1)[3]]
+    kind, _, _, nearest = classify([_problem("q", ["abstained"])], pooled, strong=0.7, noise=0.4, margin=0.1,
+                                   each=[first, second])
+    names = [s["source"] for s in nearest]
+    # rank by rank across the wordings, each section once with the best score it was given
+    assert kind == "not_found" and names == ["a1.md", "b1.md", "a2.md", "b2.md", "a3.md", "a4.md", "a5.md"]
+    assert nearest[0]["score"] == 0.9
+    assert named_per_wording([first], 0.1) == named_sections(first, 0.1)  # one wording: as before
+    assert named_per_wording([], 0.1) == []
+
+
+class _Resources:
+    """A store whose dense search returns the same three chunks for every question, and a scorer
+    that scores them by which question asks."""
+
+    calibration = term_stats = None
+
+    class store:
+        @staticmethod
+        def near_vector(vector, k):
+            return [{"chunk_id": n, "source": f"{n}.md", "heading_path": [], "text": ""} for n in "xyz"]
+
+        @staticmethod
+        def hybrid(question, vector, k):
+            return []
+
+    class reranker:
+        @staticmethod
+        def score(question, pool, term_stats=None):
+            liked = {"first": {"x": 0.9, "y": 0.2, "z": 0.1}, "second": {"x": 0.1, "y": 0.3, "z": 0.8}}[question]
+            return [liked[c["chunk_id"]] for c in pool]
+
+
+def test_the_broad_search_ranks_each_wording_by_its_own_scores_and_pools_the_best():
+    pooled, each = BroadSearch(_Resources()).search(["first", "second"], [[1.0], [1.0]])
+    assert [(s["source"], s["score"]) for s in pooled] == [("x.md", 0.9), ("z.md", 0.8), ("y.md", 0.3)]
+    assert [[s["source"] for s in ranked] for ranked in each] == [["x.md", "y.md", "z.md"], ["z.md", "y.md", "x.md"]]
 
 
 def _report():
