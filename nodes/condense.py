@@ -10,7 +10,7 @@ embed, search, rerank, evidence and the check read instead of the raw question.
 * `rules`, deterministic: a question that leans on the previous one (it opens with "And",
   "What about", ...; it points back with "it", "them", "that way", ...; or it names almost
   nothing itself) gets the topic of the previous turn carried over, after " — about: ":
-  the breadcrumb of the section the previous answer was drawn from, which names that topic
+  the heading of the section the previous answer was drawn from, which names that topic
   in the docs' own words (the previous question's key terms when it had no answer). Any
   other question stands as asked. Carrying the previous question's own words instead drew
   retrieval back to the previous answer's section: follow-ups tend to move to a
@@ -88,7 +88,8 @@ def key_terms(previous: str, question: str, limit: int = CARRIED_TERMS) -> list[
 
 def condense_by_rules(question: str, previous: str | None, topic: list[str] | None = None) -> tuple[str, str]:
     """(standalone question, how): the question itself, or it with the previous turn's topic:
-    the breadcrumb `topic` of the section it was answered from, else the previous question's key terms."""
+    the headings `topic` of the section it was answered from (joined by " > "), else the previous
+    question's key terms."""
     if not previous or not leans_on_previous(question):
         return question, "none"
     about = " > ".join(topic) if topic else " ".join(key_terms(previous, question))
@@ -124,10 +125,13 @@ def condense_with_model(model, history: list[str], question: str, config) -> str
 
 
 def answered_from(previous_context: list[dict]) -> list[str]:
-    """The breadcrumb of the previous turn's best-ranked block (its context is still in the state)."""
+    """The heading of the previous turn's best-ranked block (its context is still in the state):
+    the section's own heading only. The headings above it name its page ("Booking form >
+    Fields"), and carried along they pull retrieval back to that page, where "And what does
+    it cost?" after a question on the Skipper field has its answer on the pricing page."""
     ranked = sorted((b for b in previous_context if b.get("rerank_score") is not None),
                     key=lambda b: -float(b["rerank_score"]))
-    return list(ranked[0].get("heading_path") or []) if ranked else []
+    return list(ranked[0].get("heading_path") or [])[-1:] if ranked else []
 
 
 def uses_model(mode: str, chat_provider: str | None) -> bool:

@@ -7,9 +7,9 @@ statistics). With the
 reranker switched off for a request (`configurable: {"reranker": false}`) the
 similarity itself is the score.
 
-A follow-up the rules condensed ("Is it free? — about: Billing > Plans") is scored with its
+A follow-up the rules condensed ("Is it free? — about: Plans") is scored with its
 whole standalone question by a model, but the fallback scorer's BM25 part reads only the
-reader's own words: the carried breadcrumb repeats the previous answer's headings word for
+reader's own words: the carried topic repeats the previous answer's heading word for
 word, and headings weigh extra in BM25, so it pulled every follow-up back to the section the
 previous turn was answered from, while follow-ups tend to move on to a neighbouring one. The
 carried topic still steers the question's vector (search, and the cosine part of the score).
