@@ -73,6 +73,36 @@ def test_tokens_stream_from_the_generate_node():
     assert rollover == [1, 2]
 
 
+class CountingChat(GenericFakeChatModel):
+    """Streams its sentences a word at a time and counts the words it was asked for."""
+    sentences: list = []
+    pulled: int = 0
+
+    async def _astream(self, *args, **kwargs):
+        from langchain_core.outputs import ChatGenerationChunk
+        from langchain_core.messages import AIMessageChunk
+        for sentence in self.sentences:
+            for word in sentence.split(" "):
+                self.pulled += 1
+                yield ChatGenerationChunk(message=AIMessageChunk(content=word + " "))
+
+
+INVENTED = "Open the Frobnicator panel and press Zorble."
+
+
+@pytest.mark.parametrize("verify,written", [("drop", 3), ("flag", 5)])
+def test_a_model_whose_sentences_keep_being_dropped_is_stopped(verify, written):
+    chat = CountingChat(messages=iter([]), sentences=[INVENTED] * 4 + ["Overspent money is taken from next month."])
+    resources = make_resources(RECORDS, chat_model=chat)
+    state = asyncio.run(build_graph().ainvoke({"question": "Why does overspent money reduce next month?"},
+                                              config_for(resources, min_similarity=0.1, verify=verify)))
+    generated = [s for s in state["sentences"] if s["origin"] == "generated"]
+    assert len(generated) == written
+    if verify == "drop":  # three in a row left out: the rest of the stream was never asked for
+        assert chat.pulled < len(" ".join([INVENTED] * 4).split(" "))
+        assert "Frobnicator" not in state["answer"]
+
+
 def test_nothing_survives_so_the_graph_abstains_without_calling_the_model():
     resources = make_resources(RECORDS, chat_model=ExplodingChat(messages=iter([])))
     state = asyncio.run(build_graph().ainvoke({"question": "How do I export invoices?"},
