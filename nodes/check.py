@@ -12,9 +12,9 @@ Support of a sentence, 0..1:
 
 A sentence is unsupported when its support is under `min_support`, and also, whatever its
 support, when it has `MAX_NEW_WORDS` or more content words found nowhere in the context or
-the question, a number the context does not have, nothing but the question's own words, or
-when the context unit it leans on reads as an instruction to the assistant (chunk text is
-data). A sentence that repeats an earlier one or the quoted evidence adds nothing and is
+the question, a number the context does not have, nothing but the question's own words, a
+Markdown heading (a title, not a statement), or when the context unit it leans on reads as an
+instruction to the assistant (chunk text is data). A sentence that repeats an earlier one or the quoted evidence adds nothing and is
 left out too (`verify` other than `off`), and so is one whose every word is the question's or
 already said: it can only join them anew, and whether "the price is made up by the skipper
 fee" is what the quoted lines say is beyond what shared words can tell.
@@ -39,6 +39,7 @@ LEXICAL_SHARE = 0.5
 MAX_NEW_WORDS = 2
 RECITE_MARGIN = 0.15  # a cited block may hold this much less of the sentence than the best block
 REPEAT_OVERLAP = 0.8  # share of a sentence's terms already said by one earlier sentence
+_HEADING = re.compile(r"^#{1,6}\s")  # a Markdown heading line: a title, which states nothing
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*(?:\s?\[\d{1,3}\])*(?=\s+[^\s\[])|\n(?=\s*\S)")
 
@@ -155,6 +156,8 @@ class SentenceChecker:
             reason = "a number the docs do not have: " + ", ".join(sorted(unknown_numbers))
         elif words <= self.question_terms:
             reason = "only repeats the question"
+        elif _HEADING.match(plain):
+            reason = "a heading, not a statement"
         elif leaned_on is not None and looks_like_instruction(leaned_on.text):
             reason = "follows text in the docs that addresses the assistant"
         marked = _with_markers(plain, cited)

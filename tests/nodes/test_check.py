@@ -80,6 +80,11 @@ def test_a_sentence_pieced_from_the_question_and_the_quoted_lines_adds_nothing()
     assert adding.kept  # words of the context the quotes do not hold: something new
 
 
+def test_a_heading_the_model_writes_is_not_a_statement():
+    verdict = checker().check("## The Skipper field [1]")
+    assert not verdict.kept and "heading" in verdict.reason
+
+
 def test_a_pieced_sentence_is_kept_when_verify_is_off():
     check = checker(mode="off", question="How is the price of a booking made up?")
     check.said.append(check_terms(BLOCKS[1]["text"]))
