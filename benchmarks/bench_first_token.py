@@ -10,7 +10,9 @@ needs an index of its own, `--baseline-collection`, e.g. one built by an older c
 The driver hands every question to both workers in turn, alternating which goes first, so
 both see the same machine load.
 A worker reports, per question, the milliseconds from the start of the run to its first
-token and to its end; the driver prints the medians and their ratio, with the load average.
+token (the first text the reader sees: the quoted evidence), to the chat model's own first
+token (LangGraph's `messages` stream of the generate node) and to its end; the driver prints the
+medians and their ratios, with the load average.
 Only answered questions count (an abstention streams no model token in every version).
 """
 from __future__ import annotations
@@ -43,15 +45,19 @@ def worker(collection: str, overrides: dict) -> None:
             import time
 
             start = time.perf_counter()
-            first, final = None, {}
+            first, model_first, final = None, None, {}
             async for mode, payload in graph.astream({"question": question}, run_config(resources, overrides),
-                                                     stream_mode=["custom", "values"]):
+                                                     stream_mode=["custom", "messages", "values"]):
                 if mode == "custom" and first is None and isinstance(payload, dict) and payload.get("token"):
                     first = (time.perf_counter() - start) * 1000
+                elif (mode == "messages" and model_first is None and getattr(payload[0], "content", None)
+                      and payload[1].get("langgraph_node") == "generate"):
+                    model_first = (time.perf_counter() - start) * 1000
                 elif mode == "values":
                     final = payload
             total = (time.perf_counter() - start) * 1000
-            return {"first_token_ms": first, "total_ms": total, "abstain": bool(final.get("abstain"))}
+            return {"first_token_ms": first, "model_first_token_ms": model_first, "total_ms": total,
+                    "abstain": bool(final.get("abstain"))}
 
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:
@@ -119,10 +125,15 @@ def main() -> int:
     result = {}
     for name, rows in times.items():
         first = [rows[i]["first_token_ms"] for i in answered if rows[i]["first_token_ms"] is not None]
+        model_first = [rows[i]["model_first_token_ms"] for i in answered if rows[i]["model_first_token_ms"] is not None]
         total = [rows[i]["total_ms"] for i in answered]
         result[name] = {"first_token_p50_ms": round(statistics.median(first), 1),
+                        "model_first_token_p50_ms": round(statistics.median(model_first), 1),
+                        "model_first_token_range_ms": [round(min(model_first)), round(max(model_first))],
                         "total_p50_ms": round(statistics.median(total), 1), "answers": len(answered)}
     result["first_token_ratio"] = round(result["this"]["first_token_p50_ms"] / result["baseline"]["first_token_p50_ms"], 3)
+    result["model_first_token_ratio"] = round(
+        result["this"]["model_first_token_p50_ms"] / result["baseline"]["model_first_token_p50_ms"], 3)
     result["load_average"] = {"min": round(min(loads), 2), "max": round(max(loads), 2), "cpus": os.cpu_count()}
     print(json.dumps(result, indent=2))
     return 0

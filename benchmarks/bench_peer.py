@@ -217,6 +217,9 @@ def main() -> int:
         "collection": settings.collection, "embedding_backend": embedding_backend_id(settings),
         "chat_model": type(resources.chat_model).__name__, "answer_tokens": args.answer_tokens, "peer_k": PEER_K,
         "cpus": os.cpu_count(), "load_average_at_start": load_start,
+        # what decides how llama.cpp's threads behave when the cores are shared
+        "chat_threads": getattr(resources.chat_model, "n_threads", None),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "retrieval_ms": retrieval,
         "retrieval_p50_ratio": round(retrieval["fieldguide"]["p50"] / retrieval["peer"]["p50"], 3),

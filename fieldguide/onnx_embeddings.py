@@ -26,6 +26,7 @@ from pathlib import Path
 ENCODER_CONFIG = "encoder.json"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
+ALLOW_SPINNING = "session.intra_op.allow_spinning"
 BATCH_LENGTH_RATIO = 0.7  # a run ends before a text shorter than this share of its first (characters)
 
 
@@ -50,6 +51,10 @@ class OnnxEncoder:
         self._tokenizer = tokenizer
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # no warnings about initializers on stderr
+        # ONNX Runtime's pool threads spin for tens of milliseconds after each run, waiting for more
+        # work. A question's embedding is followed at once by the chat model reading its prompt, and
+        # on shared cores the spinning takes CPU from it; encoding itself was no slower without it.
+        options.add_session_config_entry(ALLOW_SPINNING, "0")
         self._session = onnxruntime.InferenceSession(str(folder / model_file), options,
                                                      providers=["CPUExecutionProvider"])
 

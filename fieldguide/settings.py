@@ -116,6 +116,9 @@ class Settings(BaseSettings):
         200, description="Tokens the chat model may write after the quoted evidence (a few checked sentences).")
     temperature: float = 0.2
     chat_context_window: int = 4096
+    chat_threads: int | None = Field(
+        None, ge=1, description="Threads the local GGUF model runs on. Unset: every core this process may use "
+        "(its CPU affinity); set it lower where a CPU quota, not the affinity, limits the process.")
     chat_timeout_seconds: float = Field(
         60.0, description="An OpenAI-compatible endpoint that sends nothing for this long fails the answer.")
 

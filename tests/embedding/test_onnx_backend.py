@@ -217,3 +217,11 @@ def test_a_batch_ends_where_the_texts_get_much_shorter_than_its_first():
     assert OnnxEncoder._batches(fp32, order, lengths, 64) == [[0, 1, 2], [3, 4, 5, 6], [7]]
     assert OnnxEncoder._batches(fp32, order, lengths, 2) == [[0, 1], [2], [3, 4], [5, 6], [7]]
     assert OnnxEncoder._batches(int8, order, lengths, 64) == [[i] for i in order]
+
+
+def test_the_pool_threads_sleep_after_a_run_instead_of_spinning(onnx_embeddings):
+    # the chat model reads its prompt right after a question is embedded; spinning threads take its CPU
+    from fieldguide.onnx_embeddings import ALLOW_SPINNING
+
+    options = onnx_embeddings.encoder._session.get_session_options()
+    assert options.get_session_config_entry(ALLOW_SPINNING) == "0"
