@@ -14,10 +14,11 @@ A sentence is unsupported when its support is under `min_support`, and also, wha
 support, when it has `MAX_NEW_WORDS` or more content words found nowhere in the context or
 the question, a number the context does not have, nothing but the question's own words, a
 Markdown heading (a title, not a statement), or when the context unit it leans on reads as an
-instruction to the assistant (chunk text is data). A sentence that repeats an earlier one or the quoted evidence adds nothing and is
-left out too (`verify` other than `off`), and so is one whose every word is the question's or
-already said: it can only join them anew, and whether "the price is made up by the skipper
-fee" is what the quoted lines say is beyond what shared words can tell.
+instruction to the assistant (chunk text is data). A sentence that repeats an earlier one or
+the quoted evidence adds nothing and is left out too (`verify` other than `off`), and so is one
+whose every word is the question's or already said: it can only join them anew, and whether
+"the price is made up by the skipper fee" is what the quoted lines say is beyond what shared
+words can tell.
 
 Markers are settled here: a marker naming no block is removed; a sentence that cites no
 block, or a block that does not hold its words, cites the block that supports it best.

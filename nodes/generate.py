@@ -39,7 +39,8 @@ FLAG = "⚠"
 # With `verify` drop, the model is stopped after this many sentences in a row were left out:
 # on the answer lines of both development corpora and a held-out docs set, no sentence the
 # check kept after such a run carried a key fact, and half of the small local model's
-# sentences came after one (docs/BENCHMARKS.md, "Sentences pieced from ...").
+# sentences came after one (docs/BENCHMARKS.md, "The local model stopped after three
+# sentences in a row left out").
 MAX_DROPPED_IN_A_ROW = 3
 NOTHING_TO_QUOTE = "The sections found for this question do not state an answer plainly; see the sources."
 
