@@ -167,8 +167,12 @@ class Service:
                     self.checkpointer.delete_thread(conversation.id)
             except Exception:  # the answer is out; a checkpoint store that is down is reported elsewhere
                 log.exception("could not tidy the checkpoints of conversation %s", conversation.id)
-            conversation.turn_ended()  # readers waiting for the end of the turn
-            self._finish_record(record, outcome, conversation.cancel_reason)
+            try:
+                self._finish_record(record, outcome, conversation.cancel_reason)
+            finally:
+                # Only now do the readers' streams end: a reader that has read the turn to its end
+                # finds it stored (its record, for feedback and `fieldguide gaps`, and its checkpoint).
+                conversation.turn_ended()
             if self.release_policy.turn_finished():  # never idle: release every so many turns
                 release_memory()
 

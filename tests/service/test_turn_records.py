@@ -40,6 +40,23 @@ def test_each_turn_is_stored_from_its_final_state(backend):
         assert [(f.turn, f.rating, f.comment) for f in stored] == [(2, "down", "it missed the Skipper field")]
 
 
+def test_a_reader_that_read_a_turn_to_its_end_finds_it_stored(backend):
+    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, answer="About {question}."), **backend)
+    turns = app.state.service.state.turns
+    finish = turns.finish
+
+    def slow_finish(record):  # a store that takes a while to answer
+        time.sleep(0.3)
+        return finish(record)
+
+    turns.finish = slow_finish
+    with serve(app) as base, httpx.Client(timeout=30) as client:
+        asked = client.post(base + "/conversations", json={"question": "Which fields?"}).json()
+        read(client, base, asked["stream_url"])
+        [record] = turns.turns(asked["conversation_id"])
+        assert (record.status, record.answer) == ("done", "About Which fields?.")
+
+
 def test_a_failed_turn_is_stored_with_its_error(backend):
     from fieldguide.errors import StoreUnavailable
 
