@@ -32,7 +32,8 @@ def worker(collection: str, overrides: dict) -> None:
     """Answer questions read from stdin, one JSON line each; write one timing line per question."""
     import asyncio
 
-    from fieldguide.retrieval import open_resources, run_config
+    from bench_peer import fieldguide_first_token  # this file's sibling, whichever checkout is timed
+    from fieldguide.retrieval import open_resources
     from fieldguide.settings import get_settings
     from graph.graph import build_graph
 
@@ -42,22 +43,9 @@ def worker(collection: str, overrides: dict) -> None:
         graph = build_graph()
 
         async def one(question: str) -> dict:
-            import time
-
-            start = time.perf_counter()
-            first, model_first, final = None, None, {}
-            async for mode, payload in graph.astream({"question": question}, run_config(resources, overrides),
-                                                     stream_mode=["custom", "messages", "values"]):
-                if mode == "custom" and first is None and isinstance(payload, dict) and payload.get("token"):
-                    first = (time.perf_counter() - start) * 1000
-                elif (mode == "messages" and model_first is None and getattr(payload[0], "content", None)
-                      and payload[1].get("langgraph_node") == "generate"):
-                    model_first = (time.perf_counter() - start) * 1000
-                elif mode == "values":
-                    final = payload
-            total = (time.perf_counter() - start) * 1000
+            first, total, abstained, model_first = await fieldguide_first_token(graph, question, resources, overrides)
             return {"first_token_ms": first, "model_first_token_ms": model_first, "total_ms": total,
-                    "abstain": bool(final.get("abstain"))}
+                    "abstain": abstained}
 
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:

@@ -97,17 +97,19 @@ async def peer_first_token(chain, question: str) -> tuple[float | None, float]:
     return first, (time.perf_counter() - started) * 1000.0
 
 
-async def fieldguide_first_token(graph, question: str, resources) -> tuple[float | None, float, bool, float | None]:
+async def fieldguide_first_token(graph, question: str, resources,
+                                 overrides: dict | None = None) -> tuple[float | None, float, bool, float | None]:
     """(first text the reader sees, whole answer, abstained, first token of the chat model), in
     milliseconds. fieldguide writes its quoted evidence to the stream before the model has read
     its prompt, so the first text is a quote; the model's own first token (LangGraph's `messages`
-    stream) is the figure to set beside the peer chain's, which has only the model to stream."""
+    stream) is the figure to set beside the peer chain's, which has only the model to stream.
+    `overrides`: per-request options."""
     from fieldguide.retrieval import run_config
 
     started = time.perf_counter()
     first = model_first = None
     abstained = False
-    async for mode, payload in graph.astream({"question": question}, run_config(resources),
+    async for mode, payload in graph.astream({"question": question}, run_config(resources, overrides),
                                              stream_mode=["custom", "messages", "values"]):
         now = (time.perf_counter() - started) * 1000.0
         if mode == "custom" and isinstance(payload, dict) and payload.get("token") and first is None:
