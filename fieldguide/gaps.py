@@ -493,7 +493,7 @@ class TopicWords:
     def unknown(self) -> list[str]:
         if self.unknown_words is not None:
             return list(self.unknown_words)
-        return [w for w, _, chunks in self.words if chunks <= PASSING_MENTION_CHUNKS]
+        return [w for w, _, chunks in self.words if passing_mention(chunks, None)]
 
 
 def passing_mention(chunks: int, headings: int | None) -> bool:
@@ -599,7 +599,8 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
         return ("disliked", reason, f"Read the answers and {where}: correct or complete the section the "
                 "answers came from, or add what readers asked for.", nearest)
     nearest = named_per_wording(each, margin) if each else named_sections(sections, margin)
-    top = max((n["score"] for n in nearest if n["score"] is not None), default=None)
+    first = max((n for n in nearest if n["score"] is not None), key=lambda n: n["score"], default=None)
+    top = first["score"] if first is not None else None
     best = f"{top:.3f}" if top is not None else "nothing"
     if topic is not None and topic.unknown_share >= UNKNOWN_TOPIC_SHARE:
         unknown = ", ".join(f'"{w}"' for w in topic.unknown)
@@ -616,7 +617,6 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
     level, level_name = (noise, "noise level") if topic is not None else (strong, "strong level")
     if top is not None and top >= level:
         names = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest if n["score"] >= level)
-        first = max(nearest, key=lambda n: n["score"] if n["score"] is not None else -math.inf)
         reason = (f"the broader search finds {section_name(first['source'], first['heading_path'])} "
                   f"at {top:.3f}, above the index's {level_name} {level:.3f} (noise {noise:.3f}, strong "
                   f"{strong:.3f})")
@@ -697,8 +697,7 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
             if frequency is not None:
                 rows = ranked[:TOPIC_WORDINGS]
                 topic = topic_words([wordings[i] for i in rows], unit_mean([vectors[i] for i in rows]),
-                                    word_vectors, frequency, heading_frequency=getattr(search, "heading_frequency",
-                                                                                       None))
+                                    word_vectors, frequency, heading_frequency=search.heading_frequency)
         kind, reason, action, nearest = classify(turns, sections, strong, noise, topic,
                                                  search.margin if search else None, each)
         clusters.append(Cluster(kind, turns, members, nearest, reason, action, topic))
