@@ -6,7 +6,8 @@ outside load does not always fall on the same side:
 
 * raw encode  - a bare process encoding every `embed_text` of the corpus with the backend's
                 model and nothing else: sentence-transformers (torch), or the exported ONNX
-                model through onnxruntime (onnx). What any ingest must at least pay;
+                model through onnxruntime (onnx-none, onnx-int8) or OpenVINO (onnx-bf16).
+                What any ingest must at least pay;
 * full ingest - `fieldguide ingest DOCS --reindex --json` with that backend (walk, hash, chunk,
                 embed, insert), this checkout's code, into a collection of its own;
 * unchanged   - `fieldguide ingest DOCS --json` again with nothing changed;
@@ -14,8 +15,9 @@ outside load does not always fall on the same side:
                 example the code before the onnx backend: `git worktree add ../base <commit>`),
                 timed in the same rounds.
 
-Backends are named as the index manifest names them: `onnx-none` (the default: the fp32 graph),
-`onnx-int8`, `torch`. Targets: full ingest <= 1.1 x the raw encoder of the same backend; an
+Backends are named as the index manifest names them: `onnx-bf16` (the default where OpenVINO
+finds bf16 instructions: the fp32 graph in bf16 arithmetic), `onnx-none` (the fp32 graph on
+onnxruntime), `onnx-int8`, `torch`. Targets: full ingest <= 1.1 x the raw encoder of the same backend; an
 ingest at least 1.8 x faster than the baseline's (fp32 torch); an unchanged re-ingest <= 5 % of
 a full ingest. CPU seconds
 (user + system of the child; for an ingest plus what the local Weaviate server spent meanwhile)
@@ -61,7 +63,7 @@ RAW_ONNX = r"""
 import json, sys
 from fieldguide.onnx_embeddings import OnnxEncoder
 texts = json.load(open(sys.argv[1]))
-vectors = OnnxEncoder(sys.argv[2]).encode(texts, int(sys.argv[3]))
+vectors = OnnxEncoder(sys.argv[2], runtime=sys.argv[4]).encode(texts, int(sys.argv[3]))
 print(len(vectors))
 """
 
@@ -107,20 +109,25 @@ def timed(command: list[str], env: dict, server_pid: int | None = None, cwd: Pat
             "server_cpu": server_cpu_seconds(server_pid) - server_before, "stdout": process.stdout}
 
 
-BACKENDS = ("onnx-none", "onnx-int8", "torch")
+BACKENDS = ("onnx-bf16", "onnx-none", "onnx-int8", "torch")
 
 
 def backend_settings(backend: str) -> dict:
-    """Settings fields of a backend id (`torch`, `onnx-none`, `onnx-int8`)."""
+    """Settings fields of a backend id (`torch`, `onnx-none`, `onnx-int8`, `onnx-bf16`): `onnx-none`
+    is the fp32 graph on onnxruntime, `onnx-bf16` the same graph on OpenVINO (bf16 where the CPU
+    has bf16 instructions, which the manifest then records)."""
+    if backend == "onnx-bf16":
+        return {"embedding_backend": "onnx", "embedding_quantization": "none", "embedding_runtime": "openvino"}
     name, _, quantization = backend.partition("-")
-    return {"embedding_backend": name, **({"embedding_quantization": quantization} if quantization else {})}
+    fields = {"embedding_backend": name, **({"embedding_quantization": quantization} if quantization else {})}
+    return {**fields, "embedding_runtime": "onnxruntime"} if name == "onnx" else fields
 
 
 def cli_env(checkout: Path, collection: str, backend: str | None) -> dict:
     """The environment of a `python -m fieldguide.cli` child running `checkout`'s code."""
     env = dict(os.environ, FIELDGUIDE_COLLECTION=collection, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                DISABLE_TELEMETRY="true", TOKENIZERS_PARALLELISM="false", PYTHONPATH=str(checkout))
-    for name in ("FIELDGUIDE_EMBEDDING_BACKEND", "FIELDGUIDE_EMBEDDING_QUANTIZATION"):
+    for name in ("FIELDGUIDE_EMBEDDING_BACKEND", "FIELDGUIDE_EMBEDDING_QUANTIZATION", "FIELDGUIDE_EMBEDDING_RUNTIME"):
         env.pop(name, None)
     for field, value in backend_settings(backend).items() if backend else ():
         env[f"FIELDGUIDE_{field.upper()}"] = value
@@ -169,8 +176,9 @@ def main() -> int:
             collection = args.collection + "".join(part.capitalize() for part in backend.split("-"))
             env = cli_env(REPO_ROOT, collection, backend)
             if backend != "torch":  # export before timing: a one-off, not part of any ingest
-                folder = load_embeddings(settings.model_copy(update=backend_settings(backend))).folder
-                raw = [sys.executable, "-c", RAW_ONNX, str(texts_file), str(folder), str(settings.embedding_batch_size)]
+                encoder = load_embeddings(settings.model_copy(update=backend_settings(backend)))
+                raw = [sys.executable, "-c", RAW_ONNX, str(texts_file), str(encoder.folder),
+                       str(settings.embedding_batch_size), encoder.encoder.runtime]
             else:
                 raw = [sys.executable, "-c", RAW_TORCH, str(texts_file), embedding_model_path(settings),
                        str(settings.embedding_batch_size)]

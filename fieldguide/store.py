@@ -102,6 +102,8 @@ writing = on_a_node(deadline=WRITE_DEADLINE_SECONDS)
 def backend_mismatch_message(collection: str, built_with: str, configured: str) -> str:
     backend = built_with.split("-", 1)[0]
     quantization = built_with.split("-", 1)[1] if "-" in built_with else None
+    if quantization == "bf16":  # the fp32 graph in OpenVINO's bf16 arithmetic
+        quantization = "none FIELDGUIDE_EMBEDDING_RUNTIME=openvino"
     use_as_is = f"FIELDGUIDE_EMBEDDING_BACKEND={backend}" + (
         f" FIELDGUIDE_EMBEDDING_QUANTIZATION={quantization}" if quantization else "")
     return (

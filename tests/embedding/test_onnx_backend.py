@@ -70,9 +70,75 @@ def onnx_embeddings():
 def test_the_fp32_graph_gives_the_torch_backends_vectors(torch_vectors):
     from fieldguide.embedding import load_embeddings
 
-    fp32 = load_embeddings(Settings(embedding_backend="onnx", embedding_quantization="none"))
+    fp32 = load_embeddings(Settings(embedding_backend="onnx", embedding_quantization="none",
+                                    embedding_runtime="onnxruntime"))
+    assert (fp32.encoder.runtime, fp32.encoder.precision) == ("onnxruntime", "fp32")
     vectors = np.asarray(fp32.embed_documents(TEXTS))
     assert (vectors * torch_vectors).sum(axis=1).min() > 0.9999
+
+
+@pytest.fixture(scope="module")
+def openvino_embeddings():
+    from fieldguide.embedding import load_embeddings
+
+    return load_embeddings(Settings(embedding_backend="onnx", embedding_quantization="none", embedding_runtime="openvino"))
+
+
+def test_openvino_keeps_the_fp32_vectors_within_the_export_checks_bound(openvino_embeddings, torch_vectors):
+    # bf16 products with fp32 sums where the CPU has bf16 instructions; the vectors must stay as close
+    # to fp32 as an fp32 export must (FP32_MIN_COSINE) for the two to share an index
+    from fieldguide.embedding import embedding_backend_id, interchangeable
+    from fieldguide.onnx_embeddings import openvino_bf16
+    from fieldguide.onnx_export import FP32_MIN_COSINE
+
+    encoder = openvino_embeddings.encoder
+    assert encoder.runtime == "openvino" and encoder.precision == ("bf16" if openvino_bf16() else "fp32")
+    vectors = np.asarray(openvino_embeddings.embed_documents(TEXTS))
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert (vectors * torch_vectors).sum(axis=1).min() > FP32_MIN_COSINE
+    backend = embedding_backend_id(Settings(embedding_backend="onnx", embedding_runtime="openvino"))
+    assert backend == ("onnx-bf16" if encoder.precision == "bf16" else "onnx-none")
+    assert interchangeable(backend, "torch") and interchangeable("onnx-none", backend)
+
+
+def test_openvino_gives_a_text_its_vector_alone_in_a_batch_and_from_several_threads(openvino_embeddings):
+    from concurrent.futures import ThreadPoolExecutor
+
+    batch = np.asarray(openvino_embeddings.embed_documents(TEXTS))
+    alone = np.asarray([openvino_embeddings.embed_query(text) for text in TEXTS])
+    assert (batch * alone).sum(axis=1).min() > 0.9999
+    with ThreadPoolExecutor(4) as pool:  # the service embeds questions from several threads at once
+        threaded = np.asarray(list(pool.map(openvino_embeddings.embed_query, TEXTS * 4)))
+    assert np.allclose(threaded, np.tile(alone, (4, 1)), atol=1e-6)
+
+
+def test_openvino_compiles_once_and_reuses_the_compiled_model(tmp_path):
+    from fieldguide.onnx_embeddings import OPENVINO_CACHE, OnnxEmbeddings
+    from fieldguide.onnx_export import ensure_export
+
+    folder = ensure_export(tmp_path / "cache", "tiny", tiny_sentence_model(tmp_path, "mean", True), "none",
+                           log=lambda message: None)
+    first = np.asarray(OnnxEmbeddings(folder, runtime="openvino").embed_documents(TEXTS))
+    cached = sorted(p.name for p in (folder / OPENVINO_CACHE).iterdir())
+    assert cached, "no compiled model was cached"
+    again = np.asarray(OnnxEmbeddings(folder, runtime="openvino").embed_documents(TEXTS))
+    assert sorted(p.name for p in (folder / OPENVINO_CACHE).iterdir()) == cached
+    assert np.allclose(first, again, atol=1e-6)
+
+
+def test_the_runtime_falls_back_to_onnxruntime_without_openvino_and_int8_always_uses_it(monkeypatch):
+    import importlib.util
+
+    from fieldguide.embedding import embedding_backend_id, embedding_runtime
+
+    assert embedding_runtime(Settings(embedding_quantization="int8", embedding_runtime="openvino")) == "onnxruntime"
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "openvino" else real_find_spec(name, *a))
+    assert embedding_runtime(Settings(embedding_runtime="auto")) == "onnxruntime"
+    assert embedding_backend_id(Settings(embedding_runtime="auto")) == "onnx-none"
+    with pytest.raises(ModelUnavailable, match="FIELDGUIDE_EMBEDDING_RUNTIME=onnxruntime"):
+        embedding_runtime(Settings(embedding_runtime="openvino"))
 
 
 def test_int8_vectors_stay_close_to_the_torch_backend(onnx_embeddings, torch_vectors):
@@ -167,7 +233,8 @@ def test_a_damaged_export_is_a_clear_error(tmp_path, onnx_embeddings):
 
 
 @pytest.mark.parametrize("update,variable", [({"embedding_backend": "tensorflow"}, "FIELDGUIDE_EMBEDDING_BACKEND"),
-                                             ({"embedding_quantization": "int4"}, "FIELDGUIDE_EMBEDDING_QUANTIZATION")])
+                                             ({"embedding_quantization": "int4"}, "FIELDGUIDE_EMBEDDING_QUANTIZATION"),
+                                             ({"embedding_runtime": "tensorrt"}, "FIELDGUIDE_EMBEDDING_RUNTIME")])
 def test_unknown_backend_or_quantisation_is_a_clear_error(update, variable):
     from fieldguide.embedding import embedding_backend_id, load_embeddings
 
@@ -181,26 +248,33 @@ def test_backend_ids_name_the_backend_and_the_quantisation():
     from fieldguide.embedding import embedding_backend_id, interchangeable
 
     assert embedding_backend_id(Settings(embedding_backend="torch")) == "torch"
-    assert embedding_backend_id(Settings(embedding_backend="onnx", embedding_quantization="none")) == "onnx-none"
+    assert embedding_backend_id(Settings(embedding_backend="onnx", embedding_quantization="none",
+                                         embedding_runtime="onnxruntime")) == "onnx-none"
     assert embedding_backend_id(Settings(embedding_backend="ONNX", embedding_quantization="int8")) == "onnx-int8"
     assert interchangeable("torch", "onnx-none") and interchangeable("onnx-none", "torch")
     assert not interchangeable("torch", "onnx-int8") and not interchangeable("onnx-int8", "onnx-none")
     assert interchangeable("onnx-int8", "onnx-int8") and not interchangeable("something-else", "torch")
+    assert interchangeable("onnx-bf16", "torch") and interchangeable("onnx-none", "onnx-bf16")
+    assert not interchangeable("onnx-bf16", "onnx-int8")
 
 
-def test_the_default_is_the_fp32_onnx_graph():
+def test_the_default_is_the_fp32_onnx_graph_on_openvino_when_installed():
     defaults = {name: field.default for name, field in Settings.model_fields.items()}
     assert (defaults["embedding_backend"], defaults["embedding_quantization"]) == ("onnx", "none")
+    assert defaults["embedding_runtime"] == "auto"
 
 
-def test_the_onnx_backend_embeds_without_importing_torch(onnx_embeddings):
+@pytest.mark.parametrize("runtime", ["onnxruntime", "openvino"])
+def test_the_onnx_backend_embeds_without_importing_torch(onnx_embeddings, openvino_embeddings, runtime):
+    exported = onnx_embeddings if runtime == "onnxruntime" else openvino_embeddings  # so the child only loads
     code = ("import sys; from fieldguide.embedding import load_embeddings; from fieldguide.settings import Settings; "
-            "vector = load_embeddings(Settings(embedding_backend='onnx', embedding_quantization='int8'))"
+            f"vector = load_embeddings(Settings(embedding_backend='onnx', embedding_quantization='int8' "
+            f"if {runtime == 'onnxruntime'} else 'none', embedding_runtime={runtime!r}))"
             ".embed_query('where is the budget?'); "
             "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'langchain_huggingface') "
             "if m in sys.modules); print(len(vector), heavy)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, FIELDGUIDE_MODEL_CACHE_DIR=str(onnx_embeddings.folder.parent.parent)))
+                            env=dict(os.environ, FIELDGUIDE_MODEL_CACHE_DIR=str(exported.folder.parent.parent)))
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["384", "[]"]
 
@@ -223,5 +297,6 @@ def test_the_pool_threads_sleep_after_a_run_instead_of_spinning(onnx_embeddings)
     # the chat model reads its prompt right after a question is embedded; spinning threads take its CPU
     from fieldguide.onnx_embeddings import ALLOW_SPINNING
 
-    options = onnx_embeddings.encoder._session.get_session_options()
+    assert onnx_embeddings.encoder.runtime == "onnxruntime"  # the int8 graph
+    options = onnx_embeddings.encoder.model.session.get_session_options()
     assert options.get_session_config_entry(ALLOW_SPINNING) == "0"

@@ -229,6 +229,26 @@ def test_an_int8_index_is_refused_to_the_fp32_backends_naming_reindex(tmp_path, 
     assert store_readiness(int8)() is None
 
 
+def test_an_index_built_in_bf16_is_shared_with_fp32_and_refused_to_int8(tmp_path, weaviate_settings, embeddings):
+    from fieldguide.errors import ModelMismatch
+    from fieldguide.store import backend_mismatch_message, open_store
+
+    docs = write_corpus(tmp_path / "docs")
+    bf16_id = "onnx-bf16"  # what OpenVINO's run of the fp32 graph records where the CPU computes in bf16
+    fp32 = weaviate_settings.model_copy(update={"embedding_backend": "onnx", "embedding_quantization": "none",
+                                                "embedding_runtime": "onnxruntime"})
+    _ingest(docs, fp32, embeddings)
+    with open_store(fp32) as store:
+        model_id, _ = _identity(fp32)
+        assert store.check_manifest(model_id, bf16_id)["embedding_backend"] == "onnx-none"
+        assert store.ready(model_id, bf16_id) and store.ready(model_id, "torch")
+        with pytest.raises(ModelMismatch, match="--reindex"):
+            store.check_manifest(model_id, "onnx-int8")
+    message = backend_mismatch_message("Docs", bf16_id, "onnx-int8")
+    assert "FIELDGUIDE_EMBEDDING_BACKEND=onnx FIELDGUIDE_EMBEDDING_QUANTIZATION=none " \
+           "FIELDGUIDE_EMBEDDING_RUNTIME=openvino" in message
+
+
 def test_torch_and_the_fp32_onnx_graph_share_an_index(tmp_path, weaviate_settings, embeddings):
     from fieldguide.store import open_store
 
