@@ -26,18 +26,27 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from fieldguide.words import words
 
 K1 = 1.2
 B = 0.75
 HEADING_TF = 2
+DOCUMENT_WORDS_CACHED = 2048  # texts (chunks, breadcrumbs) whose words are kept; each a few KB
 
 
 def document_words(heading_path: Sequence[str] | None, text: str) -> list[str]:
     """The words BM25 sees for a chunk: breadcrumb words (HEADING_TF times) and text words."""
-    heading = words(" ".join(heading_path or ()))
-    return heading * HEADING_TF + words(text or "")
+    heading = _words_of(" ".join(heading_path or ()))
+    return list(heading * HEADING_TF + _words_of(text or ""))
+
+
+@lru_cache(maxsize=DOCUMENT_WORDS_CACHED)
+def _words_of(text: str) -> tuple[str, ...]:
+    # The scorer reads every candidate of every question, and the same chunks come back question
+    # after question: their words are kept (a bounded cache, a few MB) instead of cut out again.
+    return tuple(words(text))
 
 
 @dataclass

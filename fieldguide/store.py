@@ -46,6 +46,9 @@ CHUNK_FIELDS = (
     "chunk_id", "group_id", "part_index", "part_count", "chunk_type", "content_kind", "source",
     "line_start", "line_end", "heading_path", "text", "embed_text", "token_count", "images",
 )
+# What a search returns of each chunk: `embed_text` (the breadcrumb and the text again, what was
+# embedded) is not read after the search, and leaving it out halves what each query carries back.
+SEARCH_FIELDS = tuple(name for name in CHUNK_FIELDS if name != "embed_text")
 
 
 def file_uuid(source: str) -> str:
@@ -468,8 +471,8 @@ class ChunkStore:
             return []
         response = self.chunks.query.near_vector(
             near_vector=_as_list(vector), limit=int(k), filters=_kind_filter(content_kind),
-            return_metadata=MetadataQuery(distance=True), return_properties=list(CHUNK_FIELDS))
-        return [dict(_record(obj.properties), similarity=1.0 - float(obj.metadata.distance))
+            return_metadata=MetadataQuery(distance=True), return_properties=list(SEARCH_FIELDS))
+        return [dict(_record(obj.properties, SEARCH_FIELDS), similarity=1.0 - float(obj.metadata.distance))
                 for obj in response.objects]
 
     @on_a_node
@@ -485,7 +488,7 @@ class ChunkStore:
             query=query, vector=_as_list(vector), alpha=float(alpha), limit=int(k),
             query_properties=["heading_path^2", "text", "embed_text"],
             filters=_kind_filter(content_kind), include_vector=True,
-            return_metadata=MetadataQuery(score=True), return_properties=list(CHUNK_FIELDS))
+            return_metadata=MetadataQuery(score=True), return_properties=list(SEARCH_FIELDS))
         results = []
         for obj in response.objects:
             stored = obj.vector.get("default") if isinstance(obj.vector, dict) else obj.vector
@@ -493,7 +496,8 @@ class ChunkStore:
                 stored = next(iter(stored.values()), None)
             stored = np.asarray(stored, dtype=np.float64)
             cosine = float(stored @ query_vector / (np.linalg.norm(stored) * np.linalg.norm(query_vector) or 1.0))
-            results.append(dict(_record(obj.properties), score=float(obj.metadata.score or 0.0), similarity=cosine))
+            results.append(dict(_record(obj.properties, SEARCH_FIELDS), score=float(obj.metadata.score or 0.0),
+                                similarity=cosine))
         return results
 
     def group_parts(self, group_id: str) -> list[dict]:
@@ -529,8 +533,8 @@ class ChunkStore:
         if wanted and self.exists():
             response = self.chunks.query.fetch_objects(
                 filters=Filter.by_property("group_id").contains_any(wanted), limit=10000,
-                return_properties=[name for name in CHUNK_FIELDS if name != "embed_text"])
-            for record in (_record(obj.properties) for obj in response.objects):
+                return_properties=list(SEARCH_FIELDS))
+            for record in (_record(obj.properties, SEARCH_FIELDS) for obj in response.objects):
                 if record["group_id"] in found:
                     found[record["group_id"]].append(record)
                 if record["part_index"] == 1:
@@ -610,8 +614,8 @@ def _kind_filter(content_kind: str | None):
     return Filter.by_property("content_kind").equal(content_kind)
 
 
-def _record(properties: dict) -> dict:
-    record = {name: properties.get(name) for name in CHUNK_FIELDS}
+def _record(properties: dict, fields: tuple[str, ...] = CHUNK_FIELDS) -> dict:
+    record = {name: properties.get(name) for name in fields}
     for name in INT_FIELDS:
         record[name] = int(record[name]) if record[name] is not None else 0
     for name in ("heading_path", "images"):
