@@ -95,3 +95,23 @@ def test_a_node_refuses_a_run_whose_option_is_out_of_bounds():
 
     with pytest.raises(InvalidOption, match="max_chunks"):
         cap({"rerank_results": []}, config_for(make_resources([]), max_chunks=-1))
+
+
+def test_a_run_s_options_are_resolved_once_per_distinct_request_and_stay_per_request():
+    from graph.runtime import OPTIONS_CACHE_SIZE, options_for
+
+    resources = make_resources([])
+    first = options_for(config_for(resources, max_chunks=3, thread_id="a"))
+    assert first.max_chunks == 3
+    # the same request (other keys of `configurable` aside, an alias spelled out) is the same object
+    assert options_for(config_for(resources, max_chunks=3, thread_id="b")) is first
+    assert options_for(config_for(resources, max_chunks=3, k=None)) is first
+    other = options_for(config_for(resources, max_chunks=4))
+    assert other is not first and other.max_chunks == 4 and first.max_chunks == 3
+    assert options_for(config_for(resources, k=9)).search_k == 9  # the alias names search_k
+    for _ in range(2):  # a refused request is refused every time, never remembered as valid
+        with pytest.raises(InvalidOption, match="max_chunks"):
+            options_for(config_for(resources, max_chunks=-1))
+    for n in range(OPTIONS_CACHE_SIZE + 5):  # bounded: a client varying its options cannot grow it without end
+        options_for(config_for(resources, search_k=n + 1))
+    assert len(resources._options) <= OPTIONS_CACHE_SIZE

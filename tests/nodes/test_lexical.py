@@ -49,6 +49,12 @@ def test_heading_words_count_more_than_body_words():
     assert document_words(["Export"], "csv") == ["export"] * HEADING_TF + ["csv"]
 
 
+def test_a_chunk_s_words_are_kept_but_each_caller_gets_its_own_list():
+    first = document_words(["Export"], "csv files")
+    first.append("changed")
+    assert document_words(["Export"], "csv files") == ["export"] * HEADING_TF + ["csv", "files"]
+
+
 def test_term_stats_survive_storage_and_bad_text_is_no_stats():
     stats = TermStats.from_documents([["где", "кнопка"], ["кнопка"]])
     again = TermStats.from_text(stats.to_text())
