@@ -14,7 +14,8 @@ section copied into two pages, say) is dropped before the maximum is applied, so
 slots and the budget go to distinct content.
 
 When nothing survives, the turn abstains: the generator will say the docs do not
-cover the question and name the nearest sections (the best search results).
+cover the question and name the nearest sections (the best reranked candidates, or the best
+search results when none passed the similarity threshold).
 """
 from __future__ import annotations
 
@@ -48,9 +49,11 @@ def drop_near_duplicates(ranked: list[dict], overlap: float = DUPLICATE_OVERLAP)
 
 
 def nearest_sections(candidates: list[dict], limit: int = NEAREST_SECTIONS) -> list[dict]:
-    """The closest distinct sections, for pointing the reader somewhere when abstaining."""
+    """The closest distinct sections, for pointing the reader somewhere when abstaining: by the
+    scorer's order when the candidates were reranked (it reads the question's words too, so a
+    section that merely sounds alike does not lead), else by cosine."""
     seen, nearest = set(), []
-    for c in sorted(candidates, key=lambda c: -c["similarity"]):
+    for c in sorted(candidates, key=lambda c: (-(c.get("rerank_score") or 0.0), -c["similarity"])):
         key = (c["source"], tuple(c["heading_path"]))
         if key in seen:
             continue
@@ -108,7 +111,7 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
             kept = drop_near_duplicates(kept)
         kept = kept[: max(0, options.max_chunks)]
         abstain = not kept
-        nearest = nearest_sections(state.get("search_results") or []) if abstain else []
+        nearest = nearest_sections(ranked or state.get("search_results") or []) if abstain else []
     return {
         "cap_results": kept,
         "abstain": abstain,

@@ -133,6 +133,18 @@ def test_cap_abstains_and_names_the_nearest_sections_when_nothing_survives():
     assert [n["heading_path"] for n in update["nearest"]] == [["Team"], ["Billing"]]
 
 
+def test_the_nearest_sections_follow_the_scorer_when_the_candidates_were_reranked():
+    pool = [cand("a", 0.6, heading_path=("Release notes",), source="changelog.md"),
+            cand("b", 0.5, heading_path=("Reconcile",), source="reconcile.md"),
+            cand("c", 0.3, heading_path=("Accounts",), source="accounts.md")]
+    ranked = [dict(pool[1], rerank_score=0.45), dict(pool[0], rerank_score=0.41)]  # c fell under the threshold
+    config = config_for(make_resources([]), rerank_min=0.5)
+    update = cap({"rerank_results": ranked, "search_results": pool}, config)
+    assert [n["source"] for n in update["nearest"]] == ["reconcile.md", "changelog.md"]
+    update = cap({"rerank_results": [], "search_results": pool}, config)  # nothing passed: cosine decides
+    assert [n["source"] for n in update["nearest"]] == ["changelog.md", "reconcile.md", "accounts.md"]
+
+
 def test_options_read_per_request_overrides_and_fall_back_to_settings():
     resources = make_resources([], max_chunks=7)
     options = QueryOptions.from_config({"configurable": {"resources": resources, "k": "20",
