@@ -119,8 +119,21 @@ def embedding_runtime(settings) -> str:
     return choice
 
 
+BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")  # the instructions OpenVINO's CPU plugin computes bf16 with
+
+
 @lru_cache(maxsize=1)
 def _openvino_bf16() -> bool:
+    """Whether OpenVINO computes in bf16 here. Read from the CPU's flags where Linux lists them, so
+    a command that only checks the manifest (an unchanged ingest) does not import OpenVINO for it;
+    either answer names the same vector space."""
+    try:
+        flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags")), None)
+    except OSError:
+        flags = None
+    if flags is not None:
+        return any(flag in flags for flag in BF16_CPU_FLAGS)
     from fieldguide.onnx_embeddings import openvino_bf16
 
     return openvino_bf16()

@@ -300,3 +300,17 @@ def test_the_pool_threads_sleep_after_a_run_instead_of_spinning(onnx_embeddings)
     assert onnx_embeddings.encoder.runtime == "onnxruntime"  # the int8 graph
     options = onnx_embeddings.encoder.model.session.get_session_options()
     assert options.get_session_config_entry(ALLOW_SPINNING) == "0"
+
+
+def test_the_manifest_id_is_known_without_importing_openvino_and_agrees_with_it():
+    # an unchanged ingest checks the manifest only: it should not pay OpenVINO's import for that
+    from fieldguide.embedding import _openvino_bf16
+    from fieldguide.onnx_embeddings import openvino_bf16
+
+    code = ("import sys; from fieldguide.embedding import embedding_backend_id; from fieldguide.settings import Settings; "
+            "print(embedding_backend_id(Settings(embedding_runtime='openvino')), 'openvino' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    backend, imported = result.stdout.split()
+    assert imported == "False"
+    assert backend == ("onnx-bf16" if openvino_bf16() else "onnx-none") and _openvino_bf16() == openvino_bf16()
