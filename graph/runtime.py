@@ -476,8 +476,8 @@ def options_for(config: dict | None) -> QueryOptions:
     object is shared and only read."""
     resources = resources_for(config)
     requested = requested_options(config)
-    key = options_key(requested)
-    cache = resources._options
+    cache = getattr(resources, "_options", None)  # resources handed in by a caller may keep none
+    key = options_key(requested) if cache is not None else None
     options = cache.get(key) if key is not None else None
     if options is None:
         options = QueryOptions.validate_overrides(requested).resolved(resources.settings)
