@@ -155,11 +155,24 @@ def embedding_backend_id(settings) -> str:
 
 
 @lru_cache(maxsize=4)
-def _load_onnx(cache_dir: str, model_id: str, path: str, quantization: str, batch_size: int, runtime: str):
+def _load_onnx(cache_dir: str, model_id: str, path: str, quantization: str, batch_size: int, runtime: str,
+               fallback: bool = False):
+    """`fallback`: the runtime was chosen by `auto`; if OpenVINO cannot run the model here (an
+    unsupported CPU or platform), onnxruntime runs it instead, in the same vector space."""
     from fieldguide.onnx_embeddings import OnnxEmbeddings
     from fieldguide.onnx_export import ensure_export
 
     folder = ensure_export(Path(cache_dir), model_id, path, quantization)
+    if fallback and runtime == "openvino":
+        try:
+            return OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
+        except Exception as exc:
+            import logging
+
+            logging.getLogger("fieldguide").warning(
+                "OpenVINO cannot run the embedding model here (%s); using onnxruntime instead "
+                "(FIELDGUIDE_EMBEDDING_RUNTIME=onnxruntime says so once and for all)", exc)
+            runtime = "onnxruntime"
     try:
         return OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
     except ImportError as exc:
@@ -196,7 +209,8 @@ def load_embeddings(settings):
     if embedding_backend(settings) == "onnx":
         embeddings = _load_onnx(str(model_cache_dir(settings)), embedding_model_id(settings),
                                 embedding_model_path(settings), embedding_quantization(settings),
-                                int(settings.embedding_batch_size), embedding_runtime(settings))
+                                int(settings.embedding_batch_size), embedding_runtime(settings),
+                                _choice(settings, "embedding_runtime", RUNTIMES, "auto") == "auto")
     else:
         embeddings = _load(embedding_model_path(settings), int(settings.embedding_batch_size))
     query_prompt, passage_prompt = embedding_prompts(settings)

@@ -314,3 +314,24 @@ def test_the_manifest_id_is_known_without_importing_openvino_and_agrees_with_it(
     backend, imported = result.stdout.split()
     assert imported == "False"
     assert backend == ("onnx-bf16" if openvino_bf16() else "onnx-none") and _openvino_bf16() == openvino_bf16()
+
+
+def test_auto_falls_back_to_onnxruntime_where_openvino_cannot_run_the_model(tmp_path, monkeypatch, caplog):
+    import fieldguide.onnx_embeddings as onnx_embeddings
+    from fieldguide.embedding import load_embeddings
+
+    model = tiny_sentence_model(tmp_path, "mean", True)
+
+    def unsupported(*args, **kwargs):
+        raise RuntimeError("this CPU is not supported")
+
+    monkeypatch.setattr(onnx_embeddings, "OpenVinoModel", unsupported)
+    auto = Settings(model_cache_dir=tmp_path / "models", embedding_model=model, embedding_runtime="auto")
+    with caplog.at_level("WARNING", logger="fieldguide"):
+        embeddings = load_embeddings(auto)
+    assert embeddings.encoder.runtime == "onnxruntime" and len(embeddings.embed_query("a question")) == 32
+    assert "using onnxruntime instead" in caplog.text
+    asked = Settings(model_cache_dir=tmp_path / "models", embedding_model=model, embedding_runtime="openvino",
+                     embedding_batch_size=8)  # not the cached load above
+    with pytest.raises(ModelUnavailable, match="this CPU is not supported"):
+        load_embeddings(asked)
