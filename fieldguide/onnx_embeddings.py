@@ -41,6 +41,12 @@ ALLOW_SPINNING = "session.intra_op.allow_spinning"
 BATCH_LENGTH_RATIO = 0.7  # a run ends before a text shorter than this share of its first (characters)
 RUNTIMES = ("openvino", "onnxruntime")
 OPENVINO_CACHE = "openvino-cache"  # beside the export: the compiled model, reused at the next start
+# OpenVINO's CPU plugin keeps the kernels it prepared for each input shape (texts x tokens) it has
+# seen, 5,000 shapes by default: over thousands of questions and contexts of every length a
+# process grew by about 1 MB a shape (242 MB to 3.1 GB over 3,000 calls). A few dozen keep the
+# common shapes warm (a question's embedding took 3.7 ms with 50 against 8.5 with none kept) and
+# memory flat (docs/BENCHMARKS.md, "bf16 arithmetic").
+RUNTIME_CACHE_SHAPES = 64
 
 
 def cpu_count() -> int:
@@ -95,11 +101,13 @@ class OpenVinoModel:
         except OSError:  # a read-only model folder: compile at every start instead
             pass
         self.precision = "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "fp32"
-        self.compiled = core.compile_model(str(path), "CPU", {
+        self.config = {
             "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
             "INFERENCE_NUM_THREADS": threads or cpu_count(),
             "PERFORMANCE_HINT": "LATENCY",  # one text or one batch at a time, all cores on it
-        })
+            "CPU_RUNTIME_CACHE_CAPACITY": RUNTIME_CACHE_SHAPES,
+        }
+        self.compiled = core.compile_model(str(path), "CPU", self.config)
         self._request = self.compiled.create_infer_request()
         self._lock = threading.Lock()  # an infer request runs one call at a time; the service's threads share it
 

@@ -101,6 +101,13 @@ def test_openvino_keeps_the_fp32_vectors_within_the_export_checks_bound(openvino
     assert interchangeable(backend, "torch") and interchangeable("onnx-none", backend)
 
 
+def test_openvino_keeps_the_kernels_of_a_bounded_number_of_shapes(openvino_embeddings):
+    # its default (5,000 shapes) let a long-running process grow by about 1 MB per new text length
+    from fieldguide.onnx_embeddings import RUNTIME_CACHE_SHAPES
+
+    assert openvino_embeddings.encoder.model.config["CPU_RUNTIME_CACHE_CAPACITY"] == RUNTIME_CACHE_SHAPES <= 256
+
+
 def test_openvino_gives_a_text_its_vector_alone_in_a_batch_and_from_several_threads(openvino_embeddings):
     from concurrent.futures import ThreadPoolExecutor
 
