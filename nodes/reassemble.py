@@ -14,7 +14,8 @@ as stored in `token_count`) is spent in three passes:
    settings") while the hit is the child below it. The intro is placed right before
    the child's section and marked `context_role: "parent_intro"`.
 
-Parts that do not fit are recorded in `gaps`, and the prompt marks the gap. Parts
+Parts that do not fit are recorded in `gaps` (read from the blocks by `ingest.parts`, as the
+prompt reads where to mark them). Parts
 overlap their neighbour slightly at ingest; when two neighbours are both kept, the
 repeated words are trimmed from the later one. Blocks come out grouped by section
 (sections in rank order), parts in `part_index` order, no chunk twice.
@@ -24,6 +25,7 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from ingest.parts import section_gaps
 
 BLOCK_FIELDS = ("chunk_id", "group_id", "part_index", "part_count", "source", "heading_path",
                 "chunk_type", "content_kind", "text", "similarity", "rerank_score", "images",
@@ -72,7 +74,8 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
                 lambda group_id: parts.get(group_id, []),
                 (lambda requests: [by_parent.get((s, tuple(p))) for s, p, _ in requests]) if wanted else None)
         else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
-            context, gaps = [to_block(hit) for hit in hits], []
+            context = [to_block(hit) for hit in hits]
+            gaps = section_gaps(context)
     return {"context": context, "gaps": gaps, "timings_ms": with_timing(state, "reassemble", sw.ms)}
 
 
@@ -140,7 +143,7 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     # Pass 3: parent intros.
     intros = parent_intros(groups, chosen, budget - used, section_intros) if section_intros else {}
 
-    context, gaps = [], []
+    context = []
     for gid, parts in groups.items():
         if not chosen[gid]:
             continue
@@ -157,10 +160,7 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
                 block["text"] = trim_overlap(previous["text"], part["text"])
             context.append(block)
             previous = part
-        missing = sorted(int(p["part_index"]) for p in parts if int(p["part_index"]) not in chosen[gid])
-        if missing:
-            gaps.append({"group_id": gid, "missing_parts": missing, "part_count": int(parts[0]["part_count"])})
-    return context, gaps
+    return context, section_gaps(context)
 
 
 def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], room: int,

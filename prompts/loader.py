@@ -11,6 +11,8 @@ import re
 from functools import lru_cache
 from importlib import resources
 
+from ingest.parts import left_out_after, left_out_before
+
 _HEADING = re.compile(r"^#{1,6}\s+")
 PROMPT_FOR_INTENT = {"screen": "screen", "conceptual": "conceptual", "ambiguous": "conceptual"}
 
@@ -52,7 +54,7 @@ def format_context(blocks: list[dict], numbers: list[int] | None = None) -> str:
     numbers = list(numbers) if numbers is not None else list(range(1, len(blocks) + 1))
     for index, (number, block) in enumerate(zip(numbers, blocks)):
         previous = blocks[index - 1] if index else None
-        skipped = _skipped_parts(previous, block)
+        skipped = left_out_before(previous, block)
         if skipped:
             lines.append(_left_out(skipped, block))
         attrs = [f'n="{number}"']
@@ -72,7 +74,7 @@ def format_context(blocks: list[dict], numbers: list[int] | None = None) -> str:
             lines.append("Screenshots: " + " ".join(shown))
         lines.append("</excerpt>")
         following = blocks[index + 1] if index + 1 < len(blocks) else None
-        trailing = _trailing_parts(block, following)
+        trailing = left_out_after(block, following)
         if trailing:
             lines.append(_left_out(trailing, block))
     lines.append("</documentation>")
@@ -97,26 +99,6 @@ def section_label(block: dict, text: str, previous: dict | None = None) -> str:
 
 def _left_out(parts: list[int], block: dict) -> str:
     return f"[... part {', '.join(map(str, parts))} of {block['part_count']} of this section left out here ...]"
-
-
-def _skipped_parts(previous: dict | None, block: dict) -> list[int]:
-    """Part numbers missing just before `block` within its own section."""
-    if int(block.get("part_count") or 1) <= 1 or block.get("context_role") == "parent_intro":
-        return []
-    same = previous is not None and previous.get("group_id") == block.get("group_id")
-    start = int(previous["part_index"]) + 1 if same else 1
-    return list(range(start, int(block["part_index"])))
-
-
-def _trailing_parts(block: dict, following: dict | None) -> list[int]:
-    """Part numbers missing right after `block` at the end of its section (none when the next
-    block continues the section)."""
-    part_count = int(block.get("part_count") or 1)
-    if part_count <= 1 or block.get("context_role") == "parent_intro":
-        return []
-    if following is not None and following.get("group_id") == block.get("group_id"):
-        return []
-    return list(range(int(block["part_index"]) + 1, part_count + 1))
 
 
 def user_message(question: str, blocks: list[dict], numbers: list[int] | None = None) -> str:
