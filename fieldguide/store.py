@@ -19,6 +19,7 @@ with `FIELDGUIDE_REPLICATION_FACTOR` copies of each object and read and written 
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import threading
@@ -49,6 +50,21 @@ CHUNK_FIELDS = (
 # What a search returns of each chunk: `embed_text` (the breadcrumb and the text again, what was
 # embedded) is not read after the search, and leaving it out halves what each query carries back.
 SEARCH_FIELDS = tuple(name for name in CHUNK_FIELDS if name != "embed_text")
+
+# Searches of one question sent together (`ChunkStore.searches`) wait on each other's round trip
+# in these threads instead of one after another; the caller's own thread sends the first.
+_SEARCH_THREADS = 3
+_search_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_search_pool_lock = threading.Lock()
+
+
+def _search_threads() -> concurrent.futures.ThreadPoolExecutor:
+    global _search_pool
+    with _search_pool_lock:
+        if _search_pool is None:
+            _search_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_SEARCH_THREADS, thread_name_prefix="fieldguide-search")
+        return _search_pool
 
 
 def file_uuid(source: str) -> str:
@@ -499,6 +515,20 @@ class ChunkStore:
             results.append(dict(_record(obj.properties, SEARCH_FIELDS), score=float(obj.metadata.score or 0.0),
                                 similarity=cosine))
         return results
+
+    def searches(self, calls: Sequence) -> list:
+        """The results of several searches (callables taking no argument, e.g. a `near_vector`
+        with its arguments bound), sent at once: a question's search among all chunks and its
+        search among screen chunks then cost about one round trip, not two. Each call fails over
+        on its own (`on_a_node`); the first error is raised after every call has ended."""
+        if len(calls) <= 1:
+            return [call() for call in calls]
+        pending = [_search_threads().submit(call) for call in calls[1:]]
+        try:
+            first = calls[0]()
+        finally:
+            concurrent.futures.wait(pending)
+        return [first, *(future.result() for future in pending)]
 
     def group_parts(self, group_id: str) -> list[dict]:
         """Every part of a split section, ordered by part_index."""

@@ -3,7 +3,7 @@
 `search_k` candidates over all chunks. Screen and ambiguous questions also search
 `screen_k` candidates among screen chunks only and merge them in, so a screen
 description that the prose outranks still reaches the filters (the rerank and the
-cap decide whether it stays).
+cap decide whether it stays). The two searches are sent at once (`ChunkStore.searches`).
 
 With `hybrid_alpha` set, Weaviate's hybrid (BM25 + vector) query picks the candidates
 instead; their `similarity` is still the real cosine, so the threshold means the same.
@@ -33,16 +33,17 @@ def search(state: dict, config: RunnableConfig = None) -> dict:
     store = resources_for(config).store
     vector = state["query_vector"]
     with Stopwatch() as sw:
-        def nearest(k: int, content_kind: str | None = None) -> list[dict]:
+        def nearest(k: int, content_kind: str | None = None):
             if options.hybrid_alpha is None:
-                return store.near_vector(vector, k, content_kind=content_kind)
+                return lambda: store.near_vector(vector, k, content_kind=content_kind)
             # Hybrid ranks by fused BM25+vector score; "similarity" stays the real cosine.
-            return store.hybrid(question_of(state), vector, k, alpha=options.hybrid_alpha, content_kind=content_kind)
+            return lambda: store.hybrid(question_of(state), vector, k, alpha=options.hybrid_alpha,
+                                        content_kind=content_kind)
 
-        found = [nearest(options.search_k)]
+        calls = [nearest(options.search_k)]
         if state.get("intent") in SCREEN_INTENTS and options.screen_k > 0:
-            found.append(nearest(options.screen_k, "screen"))
-        candidates = merge_candidates(*found)
+            calls.append(nearest(options.screen_k, "screen"))
+        candidates = merge_candidates(*store.searches(calls))
     return {
         "search_results": candidates,
         "stages": with_stage(state, "search", candidates),

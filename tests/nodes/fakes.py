@@ -70,6 +70,9 @@ class FakeStore:
         scored.sort(key=lambda r: (-r["similarity"], r["chunk_id"]))
         return scored[:k]
 
+    def searches(self, calls):
+        return [call() for call in calls]  # one after another: the calls list keeps their order
+
     def count(self):
         return len(self.records)
 

@@ -63,6 +63,37 @@ def test_content_kind_filter(filled_store):
     assert {r["chunk_id"] for r in results} == {r["chunk_id"] for r in records if r["content_kind"] == "screen"}
 
 
+def test_searches_sent_together_return_what_each_returns_alone(filled_store):
+    store, _, vectors = filled_store
+    calls = [lambda: store.near_vector(vectors[0], k=5), lambda: store.near_vector(vectors[0], k=3, content_kind="screen"),
+             lambda: store.hybrid("Balance", vectors[5], k=2, alpha=0.2)]
+    alone = [call() for call in calls]
+    assert store.searches(calls) == alone
+    assert store.searches(calls[:1]) == alone[:1]
+    assert store.searches([]) == []
+
+
+def test_searches_sent_together_raise_after_every_search_has_ended(filled_store):
+    import threading
+
+    store, _, vectors = filled_store
+    ended = threading.Event()
+
+    def slow_search():
+        found = store.near_vector(vectors[0], k=3)
+        ended.set()
+        return found
+
+    def failing():
+        raise ValueError("bad filter")
+
+    with pytest.raises(ValueError, match="bad filter"):
+        store.searches([failing, slow_search])
+    assert ended.is_set()  # nothing is left running behind the error
+    with pytest.raises(ValueError, match="bad filter"):
+        store.searches([slow_search, failing])
+
+
 def test_group_parts_in_part_order(filled_store):
     store, _, _ = filled_store
     assert [p["chunk_id"] for p in store.group_parts("g")] == ["c0", "c1", "c2"]
