@@ -15,8 +15,9 @@ outside load does not always fall on the same side:
                 example the code before the onnx backend: `git worktree add ../base <commit>`),
                 timed in the same rounds.
 
-Backends are named as the index manifest names them: `onnx-bf16` (the default where OpenVINO
-finds bf16 instructions: the fp32 graph in bf16 arithmetic), `onnx-none` (the fp32 graph on
+Backends are named as the index manifest names them: `onnx-bf16` (the default: the fp32 graph on
+OpenVINO, in bf16 arithmetic where the CPU has bf16 instructions and bf16 measured faster there,
+else in fp32, which the manifest then records as `onnx-none`), `onnx-none` (the fp32 graph on
 onnxruntime), `onnx-int8`, `torch`. Targets: full ingest <= 1.1 x the raw encoder of the same backend; an
 ingest at least 1.8 x faster than the baseline's (fp32 torch); an unchanged re-ingest <= 5 % of
 a full ingest. CPU seconds
@@ -115,7 +116,7 @@ BACKENDS = ("onnx-bf16", "onnx-none", "onnx-int8", "torch")
 def backend_settings(backend: str) -> dict:
     """Settings fields of a backend id (`torch`, `onnx-none`, `onnx-int8`, `onnx-bf16`): `onnx-none`
     is the fp32 graph on onnxruntime, `onnx-bf16` the same graph on OpenVINO (bf16 where the CPU
-    has bf16 instructions, which the manifest then records)."""
+    has bf16 instructions and bf16 measured faster on it, which the manifest then records)."""
     if backend == "onnx-bf16":
         return {"embedding_backend": "onnx", "embedding_quantization": "none", "embedding_runtime": "openvino"}
     name, _, quantization = backend.partition("-")

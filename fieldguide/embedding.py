@@ -7,7 +7,8 @@ Two backends run it (`FIELDGUIDE_EMBEDDING_BACKEND`): `onnx` (the default), the 
 once to ONNX and run without torch (`fieldguide.onnx_export`, `fieldguide.onnx_embeddings`),
 with its fp32 weights as exported or, with `FIELDGUIDE_EMBEDDING_QUANTIZATION=int8`, int8
 weights; and `torch`, sentence-transformers through langchain-huggingface. The fp32 graph runs
-on OpenVINO, in bf16 arithmetic where the CPU has bf16 instructions, or on ONNX Runtime in fp32
+on OpenVINO, in bf16 arithmetic where the CPU has bf16 instructions and bf16 measured faster on
+it (once per machine), or on ONNX Runtime in fp32
 (`FIELDGUIDE_EMBEDDING_RUNTIME`). The index manifest records which one built it
 (`embedding_backend_id`): the fp32 graph gives torch's vectors and the bf16 arithmetic stays
 within cosine 0.9999 of them, so those three share an index, while int8 vectors drift and an
@@ -122,21 +123,43 @@ def embedding_runtime(settings) -> str:
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")  # the instructions OpenVINO's CPU plugin computes bf16 with
 
 
-@lru_cache(maxsize=1)
-def _openvino_bf16() -> bool:
-    """Whether OpenVINO computes in bf16 here. Read from the CPU's flags where Linux lists them, so
-    a command that only checks the manifest (an unchanged ingest) does not import OpenVINO for it;
-    either answer names the same vector space."""
+def _cpu_has_bf16() -> bool | None:
+    """Whether the CPU lists bf16 instructions; None where Linux's flags cannot be read."""
     try:
         flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("flags")), None)
     except OSError:
         flags = None
-    if flags is not None:
-        return any(flag in flags for flag in BF16_CPU_FLAGS)
-    from fieldguide.onnx_embeddings import openvino_bf16
+    return None if flags is None else any(flag in flags for flag in BF16_CPU_FLAGS)
 
-    return openvino_bf16()
+
+# export folder -> the precision the model loaded from it runs in, in this process
+_loaded_precision: dict[str, str] = {}
+
+
+def _openvino_bf16(settings) -> bool:
+    """Whether OpenVINO runs the fp32 graph in bf16 here: where the CPU has bf16 instructions and
+    bf16 measured faster than fp32 on this machine (`fieldguide.onnx_embeddings`). Known from the
+    model when this process has loaded it, else from the measurement kept beside the export, so a
+    command that only checks the manifest (an unchanged ingest) imports no OpenVINO for it; before
+    the first measurement on a machine, the CPU's flags stand in. Every answer names the same
+    vector space: what it changes is only what the manifest records."""
+    has_bf16 = _cpu_has_bf16()
+    if has_bf16 is False:
+        return False
+    from fieldguide.onnx_embeddings import recorded_precision
+    from fieldguide.onnx_export import export_dir
+
+    folder = export_dir(model_cache_dir(settings), embedding_model_id(settings), embedding_model_path(settings),
+                        embedding_quantization(settings))
+    precision = _loaded_precision.get(str(folder)) or recorded_precision(folder)
+    if precision is not None:
+        return precision == "bf16"
+    if has_bf16 is None:
+        from fieldguide.onnx_embeddings import openvino_bf16
+
+        return openvino_bf16()
+    return True
 
 
 def interchangeable(built_with: str, configured: str) -> bool:
@@ -149,7 +172,7 @@ def embedding_backend_id(settings) -> str:
     `onnx-bf16` (the fp32 graph in OpenVINO's bf16 arithmetic)."""
     if embedding_backend(settings) == "torch":
         return "torch"
-    if embedding_runtime(settings) == "openvino" and _openvino_bf16():
+    if embedding_runtime(settings) == "openvino" and _openvino_bf16(settings):
         return "onnx-bf16"
     return f"onnx-{embedding_quantization(settings)}"
 
@@ -165,7 +188,9 @@ def _load_onnx(cache_dir: str, model_id: str, path: str, quantization: str, batc
     folder = ensure_export(Path(cache_dir), model_id, path, quantization)
     if fallback and runtime == "openvino":
         try:
-            return OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
+            embeddings = OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
+            _loaded_precision[str(folder)] = embeddings.encoder.precision
+            return embeddings
         except Exception as exc:
             import logging
 
@@ -174,7 +199,9 @@ def _load_onnx(cache_dir: str, model_id: str, path: str, quantization: str, batc
                 "(FIELDGUIDE_EMBEDDING_RUNTIME=onnxruntime says so once and for all)", exc)
             runtime = "onnxruntime"
     try:
-        return OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
+        embeddings = OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
+        _loaded_precision[str(folder)] = embeddings.encoder.precision
+        return embeddings
     except ImportError as exc:
         raise ModelUnavailable(f"The ONNX embedding backend needs {runtime} ({exc}); install it or set "
                                "FIELDGUIDE_EMBEDDING_BACKEND=torch.") from exc

@@ -9,11 +9,15 @@ second, against several for torch and sentence-transformers, which is what lets 
 
 Two runtimes run the same fp32 graph (`runtime`):
 * `openvino` (`OpenVinoModel`): on a CPU with bfloat16 instructions (AVX512-BF16, AMX) its
-  matrix products take bf16 inputs with fp32 sums, about twice the fp32 throughput; the vectors
-  stay within cosine 0.9999 of the fp32 ones (0.99998 on average over the 3,600 chunks of the
-  development docs, 0.99994 at the lowest), as close as the export check asks of an fp32 graph,
-  so the two share an index (`fieldguide.embedding.VECTOR_SPACES`). Elsewhere it computes in fp32.
-  The compiled model is cached beside the export, so a later start skips the compile.
+  matrix products can take bf16 inputs with fp32 sums; the vectors stay within cosine 0.9999 of
+  the fp32 ones (0.99998 on average over the 3,600 chunks of the development docs, 0.99994 at the
+  lowest), as close as the export check asks of an fp32 graph, so the two share an index
+  (`fieldguide.embedding.VECTOR_SPACES`). Whether bf16 is faster depends on the CPU: about twice
+  fp32's throughput on one with native bf16 units, 0.6-0.7x on another that lists the same flag
+  (docs/BENCHMARKS.md). So the first start on a machine times both on the same probe inputs and
+  keeps the faster (`PRECISION_FILE` beside the export, per machine); without bf16
+  instructions it computes in fp32. The compiled model is cached beside the export, so a later
+  start skips the compile.
 * `onnxruntime` (`OnnxRuntimeModel`): fp32 exactly as exported, and the only one for an int8 graph.
 
 `OnnxEmbeddings` gives it the two methods the pipeline and LangChain call, `embed_documents`
@@ -31,7 +35,9 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
+import time
 from pathlib import Path
 
 ENCODER_CONFIG = "encoder.json"
@@ -47,6 +53,15 @@ OPENVINO_CACHE = "openvino-cache"  # beside the export: the compiled model, reus
 # common shapes warm (a question's embedding took 3.7 ms with 50 against 8.5 with none kept) and
 # memory flat (docs/BENCHMARKS.md, "bf16 arithmetic").
 RUNTIME_CACHE_SHAPES = 64
+# Which arithmetic OpenVINO runs the fp32 graph in on this machine, measured once: a JSON record
+# beside the export, {"machine", "precision", "probe_ms"}; a record made on another machine (or
+# OpenVINO version) is measured again.
+PRECISION_FILE = "openvino-precision.json"
+PRECISIONS = {"bf16": "bf16", "fp32": "f32"}  # ours -> OpenVINO's INFERENCE_PRECISION_HINT
+# The probe: a batch of chunk-sized inputs (an ingest's work) and a question (a query's), each
+# timed best of `PROBE_REPEATS` after one warm-up run; the precision with the lower sum wins.
+PROBE_SHAPES = ((16, 128), (1, 24))
+PROBE_REPEATS = 3
 
 
 def cpu_count() -> int:
@@ -79,35 +94,131 @@ class OnnxRuntimeModel:
 
 
 def openvino_bf16() -> bool:
-    """Whether OpenVINO computes in bfloat16 on this CPU (it has the instructions for it)."""
+    """Whether OpenVINO can compute in bfloat16 on this CPU (it has the instructions for it)."""
     import openvino
 
     return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
+def machine_key() -> str:
+    """What a precision measurement holds for: the CPU model, its bf16 flags, the cores this
+    process may use and OpenVINO's version. Read without importing OpenVINO."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    model, flags = "", []
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if not model and line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+            elif not flags and line.startswith("flags"):
+                flags = sorted(f for f in line.split(":", 1)[1].split() if "bf16" in f or f.startswith("amx"))
+    except OSError:
+        import platform
+
+        model = platform.processor() or platform.machine()
+    try:
+        openvino_version = version("openvino")
+    except PackageNotFoundError:
+        openvino_version = "none"
+    return f"{model} | {' '.join(flags)} | {cpu_count()} cores | openvino {openvino_version}"
+
+
+def recorded_precision(folder: Path) -> str | None:
+    """The precision measured faster on this machine for the export in `folder`, if measured."""
+    try:
+        record = json.loads((Path(folder) / PRECISION_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("machine") != machine_key():
+        return None
+    return record.get("precision") if record.get("precision") in PRECISIONS else None
+
+
+def record_precision(folder: Path, precision: str, probe_ms: dict[str, float]) -> None:
+    """Keep the measurement beside the export (written whole, or not at all: a read-only folder
+    measures again at the next start)."""
+    payload = json.dumps({"machine": machine_key(), "precision": precision, "probe_ms": probe_ms}, indent=1)
+    try:
+        with tempfile.NamedTemporaryFile("w", dir=folder, prefix=".precision-", suffix=".json",
+                                         delete=False, encoding="utf-8") as handle:
+            handle.write(payload)
+        os.replace(handle.name, Path(folder) / PRECISION_FILE)
+    except OSError:
+        pass
+
+
+def faster_precision(probe_ms: dict[str, float]) -> str:
+    """bf16 only when it measured faster: equal times keep fp32's exact arithmetic."""
+    return "bf16" if probe_ms.get("bf16", float("inf")) < probe_ms.get("fp32", float("inf")) else "fp32"
+
+
+def _probe_inputs(compiled, shape: tuple[int, int]) -> dict:
+    import numpy as np
+
+    texts, tokens = shape
+    ids = np.random.default_rng(0).integers(1000, 2000, size=(texts, tokens), dtype=np.int64)
+    feed = {}
+    for port in compiled.inputs:
+        name = port.get_any_name()
+        feed[name] = ids if "input_ids" in name else (
+            np.ones_like(ids) if "mask" in name else np.zeros_like(ids))
+    return feed
+
+
+def probe_ms(compiled) -> float:
+    """Milliseconds the probe takes with `compiled` (best of `PROBE_REPEATS` per shape, summed)."""
+    request = compiled.create_infer_request()
+    total = 0.0
+    for shape in PROBE_SHAPES:
+        feed = _probe_inputs(compiled, shape)
+        request.infer(feed)  # the first run of a shape prepares its kernels
+        best = float("inf")
+        for _ in range(PROBE_REPEATS):
+            started = time.perf_counter()
+            request.infer(feed)
+            best = min(best, time.perf_counter() - started)
+        total += best * 1000.0
+    return total
+
+
 class OpenVinoModel:
-    """The graph through OpenVINO's CPU plugin, in bf16 where the CPU has bf16 instructions."""
+    """The graph through OpenVINO's CPU plugin, in bf16 where that measured faster on this CPU."""
 
     runtime = "openvino"
 
-    def __init__(self, path: Path, threads: int | None = None):
+    def __init__(self, path: Path, threads: int | None = None, precision: str | None = None):
         import openvino
 
         core = openvino.Core()
-        cache = Path(path).parent / OPENVINO_CACHE
+        path = Path(path)
+        cache = path.parent / OPENVINO_CACHE
         try:
             cache.mkdir(exist_ok=True)
             core.set_property({"CACHE_DIR": str(cache)})
         except OSError:  # a read-only model folder: compile at every start instead
             pass
-        self.precision = "bf16" if "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES") else "fp32"
-        self.config = {
-            "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
+        base = {
             "INFERENCE_NUM_THREADS": threads or cpu_count(),
             "PERFORMANCE_HINT": "LATENCY",  # one text or one batch at a time, all cores on it
             "CPU_RUNTIME_CACHE_CAPACITY": RUNTIME_CACHE_SHAPES,
         }
-        self.compiled = core.compile_model(str(path), "CPU", self.config)
+
+        def compiled_in(chosen: str):
+            return core.compile_model(str(path), "CPU", {**base, "INFERENCE_PRECISION_HINT": PRECISIONS[chosen]})
+
+        if "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+            precision = "fp32"
+        precision = precision or recorded_precision(path.parent)
+        if precision is None:  # the first start on this machine: time both, keep the faster
+            candidates = {name: compiled_in(name) for name in PRECISIONS}
+            measured = {name: round(probe_ms(compiled), 2) for name, compiled in candidates.items()}
+            precision = faster_precision(measured)
+            record_precision(path.parent, precision, measured)
+            self.compiled = candidates[precision]
+        else:
+            self.compiled = compiled_in(precision)
+        self.precision = precision
+        self.config = {**base, "INFERENCE_PRECISION_HINT": PRECISIONS[precision]}
         self._request = self.compiled.create_infer_request()
         self._lock = threading.Lock()  # an infer request runs one call at a time; the service's threads share it
 

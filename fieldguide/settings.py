@@ -53,9 +53,10 @@ class Settings(BaseSettings):
         "none", description="Weights of the onnx backend's export: `none` (fp32, the vectors of the torch backend) "
         "or `int8` (dynamic, per channel: about twice as fast, vectors drift slightly; see docs/BENCHMARKS.md).")
     embedding_runtime: str = Field(
-        "auto", description="What runs the onnx backend's fp32 graph: `openvino` (bf16 arithmetic on CPUs with "
-        "bf16 instructions, about twice as fast, vectors within cosine 0.9999 of fp32), `onnxruntime` (fp32 "
-        "exactly) or `auto` (openvino when installed). An int8 graph always runs on onnxruntime.")
+        "auto", description="What runs the onnx backend's fp32 graph: `openvino` (in bf16 arithmetic where the CPU "
+        "has bf16 instructions and bf16 measured faster there, once per machine: about twice as fast on some "
+        "CPUs; vectors within cosine 0.9999 of fp32), `onnxruntime` (fp32 exactly) or `auto` (openvino when "
+        "installed). An int8 graph always runs on onnxruntime.")
     model_cache_dir: Path | None = Field(
         None, description="Where models exported for the onnx backend are kept; default <data_dir>/models.")
     embedding_query_prompt: str | None = Field(

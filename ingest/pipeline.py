@@ -315,11 +315,14 @@ def _profile(settings, store, embeddings, *, changed: bool, log, terms: TermChan
 
 
 def _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log, terms):
-    from fieldguide.embedding import embedding_dimension, load_embeddings
+    from fieldguide.embedding import embedding_backend_id, embedding_dimension, load_embeddings
     from fieldguide.store import mismatch_message
 
     # the feed goes on chunking on its thread while the model loads
     embeddings = embeddings or load_embeddings(settings)
+    # the backend as loaded: on a machine's first start the model measures which arithmetic it
+    # runs in, which the id read before loading could only guess (the same vector space either way)
+    index = replace(index, backend_id=embedding_backend_id(settings))
     dimension = embedding_dimension(embeddings)
     store.ensure_collections()
     if manifest is None:

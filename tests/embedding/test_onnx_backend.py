@@ -88,11 +88,13 @@ def test_openvino_keeps_the_fp32_vectors_within_the_export_checks_bound(openvino
     # bf16 products with fp32 sums where the CPU has bf16 instructions; the vectors must stay as close
     # to fp32 as an fp32 export must (FP32_MIN_COSINE) for the two to share an index
     from fieldguide.embedding import embedding_backend_id, interchangeable
-    from fieldguide.onnx_embeddings import openvino_bf16
+    from fieldguide.onnx_embeddings import openvino_bf16, recorded_precision
     from fieldguide.onnx_export import FP32_MIN_COSINE
 
     encoder = openvino_embeddings.encoder
-    assert encoder.runtime == "openvino" and encoder.precision == ("bf16" if openvino_bf16() else "fp32")
+    # bf16 where the CPU has it and it measured faster here (recorded beside the export), else fp32
+    expected = recorded_precision(openvino_embeddings.folder) if openvino_bf16() else "fp32"
+    assert encoder.runtime == "openvino" and encoder.precision == expected
     vectors = np.asarray(openvino_embeddings.embed_documents(TEXTS))
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert (vectors * torch_vectors).sum(axis=1).min() > FP32_MIN_COSINE
@@ -309,18 +311,106 @@ def test_the_pool_threads_sleep_after_a_run_instead_of_spinning(onnx_embeddings)
     assert options.get_session_config_entry(ALLOW_SPINNING) == "0"
 
 
-def test_the_manifest_id_is_known_without_importing_openvino_and_agrees_with_it():
+def test_the_manifest_id_is_known_without_importing_openvino_and_agrees_with_it(openvino_embeddings):
     # an unchanged ingest checks the manifest only: it should not pay OpenVINO's import for that
-    from fieldguide.embedding import _openvino_bf16
-    from fieldguide.onnx_embeddings import openvino_bf16
-
+    # (the precision was measured when the fixture opened the model, and kept beside the export)
     code = ("import sys; from fieldguide.embedding import embedding_backend_id; from fieldguide.settings import Settings; "
             "print(embedding_backend_id(Settings(embedding_runtime='openvino')), 'openvino' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     backend, imported = result.stdout.split()
     assert imported == "False"
-    assert backend == ("onnx-bf16" if openvino_bf16() else "onnx-none") and _openvino_bf16() == openvino_bf16()
+    assert backend == ("onnx-bf16" if openvino_embeddings.encoder.precision == "bf16" else "onnx-none")
+
+
+def test_bf16_is_kept_only_when_it_measured_faster():
+    from fieldguide.onnx_embeddings import faster_precision
+
+    assert faster_precision({"bf16": 150.0, "fp32": 300.0}) == "bf16"
+    assert faster_precision({"bf16": 310.8, "fp32": 188.4}) == "fp32"  # a CPU whose bf16 is slow
+    assert faster_precision({"bf16": 200.0, "fp32": 200.0}) == "fp32"  # a tie keeps the exact arithmetic
+    assert faster_precision({"fp32": 200.0}) == "fp32"
+
+
+def test_a_precision_measured_on_another_machine_is_measured_again(tmp_path):
+    from fieldguide.onnx_embeddings import PRECISION_FILE, machine_key, record_precision, recorded_precision
+
+    assert recorded_precision(tmp_path) is None
+    record_precision(tmp_path, "bf16", {"bf16": 1.0, "fp32": 2.0})
+    assert recorded_precision(tmp_path) == "bf16"
+    assert json.loads((tmp_path / PRECISION_FILE).read_text())["machine"] == machine_key()
+    for other in ({"machine": "another CPU", "precision": "bf16"}, {"machine": machine_key(), "precision": "int4"},
+                  ["not", "a", "record"]):
+        (tmp_path / PRECISION_FILE).write_text(json.dumps(other))
+        assert recorded_precision(tmp_path) is None
+    (tmp_path / PRECISION_FILE).write_text("{broken")
+    assert recorded_precision(tmp_path) is None
+    record_precision(tmp_path / "missing-folder", "fp32", {})  # nowhere to write: measured again next time
+    assert recorded_precision(tmp_path / "missing-folder") is None
+
+
+def test_openvino_measures_the_precision_once_per_machine(tmp_path, monkeypatch):
+    import fieldguide.onnx_embeddings as onnx_embeddings
+    from fieldguide.onnx_embeddings import PRECISION_FILE, OnnxEmbeddings, openvino_bf16, recorded_precision
+    from fieldguide.onnx_export import ensure_export
+
+    folder = ensure_export(tmp_path / "models", "tiny-mean", tiny_sentence_model(tmp_path, "mean", True), "none",
+                           log=lambda message: None)
+    first = OnnxEmbeddings(folder, runtime="openvino").encoder
+    if not openvino_bf16():  # nothing to choose between: fp32, nothing measured
+        assert first.precision == "fp32" and not (folder / PRECISION_FILE).exists()
+        return
+    record = json.loads((folder / PRECISION_FILE).read_text())
+    assert set(record["probe_ms"]) == {"bf16", "fp32"} and all(ms > 0 for ms in record["probe_ms"].values())
+    assert first.precision == record["precision"] == onnx_embeddings.faster_precision(record["probe_ms"])
+
+    def measured(*args):
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(onnx_embeddings, "probe_ms", measured)
+    assert OnnxEmbeddings(folder, runtime="openvino").encoder.precision == first.precision  # the record, read
+    other = "fp32" if first.precision == "bf16" else "bf16"
+    onnx_embeddings.record_precision(folder, other, {})
+    again = OnnxEmbeddings(folder, runtime="openvino").encoder
+    assert again.precision == other == recorded_precision(folder)
+    assert np.asarray(again.encode(["a question"])).shape == (1, 32)
+
+
+def test_the_manifest_id_follows_the_precision_measured_here(tmp_path):
+    from fieldguide.embedding import _cpu_has_bf16, embedding_backend_id, embedding_model_id, embedding_model_path
+    from fieldguide.onnx_embeddings import record_precision
+    from fieldguide.onnx_export import export_dir
+
+    settings = Settings(model_cache_dir=tmp_path / "models", embedding_runtime="openvino")
+    folder = export_dir(tmp_path / "models", embedding_model_id(settings), embedding_model_path(settings), "none")
+    folder.mkdir(parents=True)
+    for precision in ("bf16", "fp32"):
+        record_precision(folder, precision, {})
+        expected = "onnx-bf16" if precision == "bf16" and _cpu_has_bf16() is not False else "onnx-none"
+        assert embedding_backend_id(settings) == expected
+    assert embedding_backend_id(Settings(model_cache_dir=tmp_path / "models", embedding_runtime="onnxruntime")) \
+        == "onnx-none"
+
+
+def test_the_manifest_id_is_the_precision_the_loaded_model_runs_in(tmp_path, monkeypatch):
+    # a model this process loaded says what it runs in, whatever a record says (read-only folders
+    # keep none; auto's fallback to onnxruntime runs fp32)
+    import fieldguide.embedding as embedding
+    from fieldguide.onnx_embeddings import record_precision
+    from fieldguide.onnx_export import export_dir
+
+    settings = Settings(model_cache_dir=tmp_path / "models", embedding_runtime="openvino")
+    folder = export_dir(tmp_path / "models", embedding.embedding_model_id(settings),
+                        embedding.embedding_model_path(settings), "none")
+    folder.mkdir(parents=True)
+    record_precision(folder, "bf16", {})
+    monkeypatch.setattr(embedding, "_cpu_has_bf16", lambda: True)
+    assert embedding.embedding_backend_id(settings) == "onnx-bf16"
+    monkeypatch.setitem(embedding._loaded_precision, str(folder), "fp32")
+    assert embedding.embedding_backend_id(settings) == "onnx-none"
+    monkeypatch.setattr(embedding, "_cpu_has_bf16", lambda: False)
+    monkeypatch.setitem(embedding._loaded_precision, str(folder), "bf16")
+    assert embedding.embedding_backend_id(settings) == "onnx-none"  # no bf16 instructions: never bf16
 
 
 def test_auto_falls_back_to_onnxruntime_where_openvino_cannot_run_the_model(tmp_path, monkeypatch, caplog):
