@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import math
 
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
 from fieldguide.bm25 import B, HEADING_TF, K1, TermStats, bm25_scores, document_words, relative_scores
 from fieldguide.reranker import LexicalFallbackScorer
 from fieldguide.words import words
@@ -16,6 +20,16 @@ def test_words_keep_every_script_and_fold_case_and_forms():
     assert words("हिन्दी भाषा") == ["हिन्दी", "भाषा"]  # combining vowel signs stay inside the word
     assert words("東京のデータ") == ["東", "京", "の", "データ"]  # ideographs one by one, katakana runs whole
     assert words("snake_case v2.5") == ["snake", "case", "v2", "5"]
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_ascii_text_gets_the_words_the_unicode_rules_find(text):
+    # ASCII text takes a faster path; it must find exactly what the general rules find
+    from fieldguide.words import _WORD, normalise
+
+    assert words(text) == _WORD.findall(normalise(text))
+    assert words(text + "é") == _WORD.findall(normalise(text + "é"))  # the general path, beside it
 
 
 def test_idf_follows_lucene_and_never_goes_negative():

@@ -1,0 +1,97 @@
+"""Which arithmetic encodes fastest on this machine: the same texts through every runtime, in one process.
+
+The embedding model's fp32 ONNX export through OpenVINO in bf16 and in fp32 arithmetic and
+through onnxruntime (fp32), its int8 export through onnxruntime, and sentence-transformers on
+torch (fp32): each encodes the same `--texts` chunks of the corpus (a fixed random draw of
+their `embed_text`), in batches of the configured size, `--rounds` times, the order of the
+runtimes reversed every other round. Prints the best time of each, its texts per second and
+its speed relative to torch, then the probe `OpenVinoModel` times before choosing between bf16
+and fp32 on a machine (`fieldguide.onnx_embeddings.probe_ms`), and the choice it keeps.
+
+bf16 is not faster on every CPU that lists bf16 instructions: this script is how to see it.
+
+    python benchmarks/bench_runtimes.py DOCS_DIR [--texts 400] [--rounds 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("docs_dir", type=Path)
+    parser.add_argument("--texts", type=int, default=400, metavar="N")
+    parser.add_argument("--rounds", type=int, default=2, metavar="N")
+    args = parser.parse_args()
+
+    from fieldguide.embedding import embedding_model_id, embedding_model_path, model_cache_dir
+    from fieldguide.onnx_embeddings import (PRECISIONS, OnnxEmbeddings, OpenVinoModel, faster_precision,
+                                            machine_key, openvino_bf16, probe_ms)
+    from fieldguide.onnx_export import ensure_export
+    from fieldguide.settings import Settings
+    from ingest.chunker import Chunker, iter_markdown_files
+
+    settings = Settings()
+    texts = [c.embed_text for path in iter_markdown_files(args.docs_dir)
+             for c in Chunker(settings).chunk_path(path, args.docs_dir).chunks]
+    random.Random(1).shuffle(texts)
+    texts = texts[:args.texts]
+    batch = int(settings.embedding_batch_size)
+    cache, model_id, path = model_cache_dir(settings), embedding_model_id(settings), embedding_model_path(settings)
+    fp32 = ensure_export(cache, model_id, path, "none")
+    int8 = ensure_export(cache, model_id, path, "int8")
+
+    encoders = {}
+    capable = openvino_bf16()
+    for precision in (PRECISIONS if capable else ("fp32",)):
+        embeddings = OnnxEmbeddings(fp32, batch_size=batch, runtime="onnxruntime")  # a tokenizer and pooling
+        embeddings.encoder.model = OpenVinoModel(fp32 / "model.onnx", precision=precision)
+        encoders[f"openvino {precision}"] = embeddings
+    encoders["onnxruntime fp32"] = OnnxEmbeddings(fp32, batch_size=batch, runtime="onnxruntime")
+    encoders["onnxruntime int8"] = OnnxEmbeddings(int8, batch_size=batch, runtime="onnxruntime")
+    from sentence_transformers import SentenceTransformer
+
+    torch_model = SentenceTransformer(path, device="cpu")
+
+    class Torch:
+        def embed_documents(self, items):
+            return torch_model.encode(items, batch_size=batch, normalize_embeddings=True)
+
+    encoders["torch fp32"] = Torch()
+    for encoder in encoders.values():
+        encoder.embed_documents(texts[:batch])  # warm up: kernels, first-run allocations
+
+    seconds: dict[str, list[float]] = {name: [] for name in encoders}
+    for round_number in range(args.rounds):
+        names = list(encoders) if round_number % 2 == 0 else list(encoders)[::-1]
+        for name in names:
+            started = time.perf_counter()
+            encoders[name].embed_documents(texts)
+            seconds[name].append(time.perf_counter() - started)
+
+    torch_best = min(seconds["torch fp32"])
+    report = {
+        "machine": machine_key(), "cpus": os.cpu_count(), "texts": len(texts), "batch_size": batch,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "encode": {name: {"seconds": [round(s, 2) for s in runs], "texts_per_s": round(len(texts) / min(runs), 1),
+                          "vs_torch": round(torch_best / min(runs), 2)} for name, runs in seconds.items()},
+    }
+    if capable:
+        measured = {name: round(probe_ms(encoders[f"openvino {name}"].encoder.model.compiled), 2) for name in PRECISIONS}
+        report["probe_ms"] = measured
+        report["openvino_keeps"] = faster_precision(measured)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
