@@ -179,3 +179,52 @@ def test_cap_keeps_only_chunks_within_the_window_below_the_best():
     # the calibrated strict minimum applies too: nothing reaches 0.95
     none = cap({"rerank_results": pool}, config_for(resources, abstain_margin=None, rerank_min=0.95))
     assert none["abstain"] is True and "strict minimum 0.950" in none["abstain_reason"]
+
+
+def test_names_are_the_words_a_reader_capitalises_past_a_sentence_start_or_twice():
+    from nodes.cap import names_in
+
+    assert names_in("Can I use a hardware key like a YubiKey for it instead?") == ["YubiKey"]
+    assert names_in("Is Plausible HIPAA compliant, and will you sign a BAA?") == ["Plausible", "HIPAA", "BAA"]
+    assert names_in("I'm on macOS. Does it go to my Dropbox?") == ["macOS", "Dropbox"]
+    # sentence starts, "I" and the calendar are no names
+    assert names_in("We shipped last Tuesday. Can I line up Mondays with the May report?") == []
+    assert names_in('And then? "Where" is it?') == []
+
+
+def test_unknown_names_are_the_ones_no_chunk_holds_and_the_conversation_did_not_use():
+    from fieldguide.bm25 import TermStats
+    from nodes.cap import unknown_names
+
+    stats = TermStats.from_documents([["plausible", "goals", "stripe"], ["two", "factor", "authenticator", "app"]])
+    question = "Can Plausible send my Stripe revenue to a YubiKey or to Dropbox?"
+    assert unknown_names(question, stats) == ["YubiKey", "Dropbox"]
+    assert unknown_names(question, stats, known_text="How do I back up to Dropbox?") == ["YubiKey"]
+    assert unknown_names(question, None) == []  # an index without statistics: nothing is known to be missing
+
+
+def follow_up_state(question, ranked, condensed_by="rules"):
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    return {"question": question, "standalone_question": f"{question} — about: Two-factor authentication",
+            "condensed_by": condensed_by, "rerank_results": ranked, "search_results": ranked,
+            "messages": [HumanMessage(content="Where do I switch on two-factor authentication?"),
+                         AIMessage(content="Open Account settings."), HumanMessage(content=question)]}
+
+
+def test_a_follow_up_that_names_what_the_docs_never_mention_abstains():
+    from fieldguide.bm25 import TermStats
+
+    resources = make_resources([])
+    resources._term_stats = TermStats.from_documents([["two", "factor", "authenticator", "app", "account"]])
+    ranked = ranked_pool([0.9, 0.5, 0.4, 0.4])  # the carried topic's section stands out
+    config = config_for(resources, abstain_margin=0.1, rerank_min=0.0)
+    update = cap(follow_up_state("Can I use a YubiKey for it instead of an app?", ranked), config)
+    assert update["abstain"] is True and update["cap_results"] == [] and update["nearest"]
+    assert update["abstain_reason"] == "the follow-up names YubiKey, which no section of the docs mentions"
+    assert cap(follow_up_state("Can I use a YubiKey for it?", ranked, "model"), config)["abstain"] is True
+    # a name the docs hold, a follow-up without a name, or a question that stands alone: the margin decides
+    assert cap(follow_up_state("Can I use the Authenticator app for it?", ranked), config)["abstain"] is False
+    assert cap(follow_up_state("Can I turn it off again?", ranked), config)["abstain"] is False
+    alone = dict(follow_up_state("Can I use a YubiKey for two-factor?", ranked, "none"), messages=[])
+    assert cap(alone, config)["abstain"] is False
