@@ -20,8 +20,9 @@ questions' best score is `rerank_min`, the noise level; a section that stands `a
 above that noise is a *strong candidate*.
 
 * **disliked**: most of the cluster's turns were answered and voted down;
-* **missing**: the words the cluster's questions turn on are words the docs do not use
-  (`topic_words`), or nothing stands out of the noise even with the broader search;
+* **missing**: at least half the cluster's questions name something no chunk of the index
+  holds (Bitcoin, Alexa: `fieldguide.names`), or the words they turn on are words the docs do
+  not use (`topic_words`), or nothing stands out of the noise even with the broader search;
 * **not_found**: otherwise, when a candidate stands out: above the noise when the docs use
   the topic words, above the strong level when the index has no term statistics to tell (an
   index built before them). The docs cover it, retrieval (or the section's wording) missed it;
@@ -55,6 +56,8 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 
 KINDS = ("missing", "not_found", "disliked")
+# A cluster is missing when at least this share of its turns name something no chunk holds.
+NAMED_SHARE = 0.5
 # The clustering threshold is measured for the embedding model in use (`probe_threshold`):
 # the highest cosine between any two of the calibration's off-topic probes, questions on
 # unrelated subjects. A question closer than that to a cluster's centroid is taken to ask
@@ -577,14 +580,33 @@ def named_per_wording(each: Sequence[list[dict]], margin: float | None) -> list[
     return named
 
 
+def cluster_unknown_names(members: Sequence[str], counts: Counter, document_frequency: dict[str, int] | None
+                          ) -> list[str]:
+    """The names no chunk of the index holds (`fieldguide.names`) that the cluster's questions use,
+    when at least `NAMED_SHARE` of its turns use one; else none. One stray wording does not
+    make a cluster of answerable questions missing."""
+    from fieldguide.names import unknown_names
+
+    if document_frequency is None or not members:
+        return []
+    named = {wording: unknown_names(wording, document_frequency) for wording in members}
+    turns = sum(counts[w] for w in members)
+    if sum(counts[w] for w, names in named.items() if names) < NAMED_SHARE * turns:
+        return []
+    return list(dict.fromkeys(name for w in members for name in named[w]))
+
+
 def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, noise: float,
              topic: TopicWords | None = None, margin: float | None = None,
-             each: Sequence[list[dict]] | None = None) -> tuple[str, str, str, list[dict]]:
+             each: Sequence[list[dict]] | None = None,
+             unknown: Sequence[str] = ()) -> tuple[str, str, str, list[dict]]:
     """(kind, reason, action, nearest) of one cluster: `sections` from the broad search, best
     first; `topic` its topic words (None: not known, the levels alone decide); `margin` how
     close to the best a further candidate must score to be named (`named_sections`); `each`,
     when given, each searched wording's own ranking, and the named sections are then each
-    wording's own (`named_per_wording`). The levels go by the best score either way."""
+    wording's own (`named_per_wording`); `unknown`, the names its questions use that no chunk of
+    the index holds (`cluster_unknown_names`): such a cluster is missing whatever else scores.
+    The levels go by the best score either way."""
     disliked = [t for t in turns if t.answered and "disliked" in t.reasons]
     if len(disliked) * 2 > len(turns):
         cited = Counter(section_name(c.get("source", ""), c.get("heading_path") or [])
@@ -602,6 +624,12 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
     first = max((n for n in nearest if n["score"] is not None), key=lambda n: n["score"], default=None)
     top = first["score"] if first is not None else None
     best = f"{top:.3f}" if top is not None else "nothing"
+    if unknown:
+        names = ", ".join(f'"{name}"' for name in unknown)
+        reason = (f"the questions name {names}, which no chunk of the docs holds; best candidate {best} "
+                  f"(strong level {strong:.3f}, noise {noise:.3f})")
+        return ("missing", reason, "Write a section on this topic (or say plainly that it is not supported); "
+                "the docs never name it.", nearest[:NEAREST])
     if topic is not None and topic.unknown_share >= UNKNOWN_TOPIC_SHARE:
         unknown = ", ".join(f'"{w}"' for w in topic.unknown)
         reason = (f"the questions turn on words the docs do not use ({unknown}: in at most "
@@ -698,8 +726,9 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
                 rows = ranked[:TOPIC_WORDINGS]
                 topic = topic_words([wordings[i] for i in rows], unit_mean([vectors[i] for i in rows]),
                                     word_vectors, frequency, heading_frequency=search.heading_frequency)
+        unknown = cluster_unknown_names(members, counts, frequency) if search is not None else []
         kind, reason, action, nearest = classify(turns, sections, strong, noise, topic,
-                                                 search.margin if search else None, each)
+                                                 search.margin if search else None, each, unknown)
         clusters.append(Cluster(kind, turns, members, nearest, reason, action, topic))
     clusters.sort(key=lambda c: (-c.count, KINDS.index(c.kind)))
     seconds["search"] = round(time.perf_counter() - started, 3)

@@ -14,13 +14,11 @@ section copied into two pages, say) is dropped before the maximum is applied, so
 slots and the budget go to distinct content.
 
 A follow-up that names something no chunk of the index holds ("Can I use a YubiKey for it
-instead?", "And straight to my Dropbox?") abstains too: its carried topic makes the previous
-answer's section stand out, so the margin cannot tell that the docs say nothing about what is
-newly asked. A name is a word the reader capitalises past the start of a sentence, or one with
-two capitals or more (HIPAA, YubiKey), that is not a calendar word; the index's term statistics
-say whether any chunk holds it. Single questions are left to the margin, which already abstains
-on the ones the development sets hold (docs/BENCHMARKS.md, "Follow-ups that name what the docs
-never mention").
+instead?", "And straight to my Dropbox?"; `fieldguide.names`) abstains too: its carried topic
+makes the previous answer's section stand out, so the margin cannot tell that the docs say
+nothing about what is newly asked. Single questions are left to the margin, which already
+abstains on the ones the development sets hold (docs/BENCHMARKS.md, "Follow-ups that name what
+the docs never mention").
 
 When nothing survives, the turn abstains: the generator will say the docs do not
 cover the question and name the nearest sections (the best reranked candidates, or the best
@@ -33,20 +31,13 @@ import re
 from langchain_core.runnables import RunnableConfig
 
 from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
-from fieldguide.content_words import stem
-from fieldguide.words import words
+from fieldguide.names import unknown_names
 from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
 from nodes.condense import earlier_questions
 
 NEAREST_SECTIONS = 3
 DUPLICATE_OVERLAP = 0.8  # Jaccard of word trigrams; on the dev corpus copies sit at 0.8-1.0, nearly all other pairs below 0.5
 _WORD = re.compile(r"\w+")
-_NAME = re.compile(r"[^\W\d_][\w'’-]*")
-_OPENS_SENTENCE = frozenset(".?!:;\"“'‘(")
-# Capitalised in English wherever they stand, and naming no thing a product's docs would cover.
-CALENDAR_WORDS = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
-    "august september october november december".split())
 
 
 def shingles(text: str) -> set[tuple[str, ...]]:
@@ -83,39 +74,6 @@ def nearest_sections(candidates: list[dict], limit: int = NEAREST_SECTIONS) -> l
     return nearest
 
 
-def names_in(question: str) -> list[str]:
-    """The words a reader writes as names: capitalised past the start of a sentence, or with two
-    capitals or more anywhere (HIPAA, YubiKey, macOS); never "I" nor a day or month."""
-    found = []
-    for match in _NAME.finditer(question):
-        word = match.group(0).strip("'’-")
-        before = question[:match.start()].rstrip()
-        opens_sentence = not before or before[-1] in _OPENS_SENTENCE
-        capitals = sum(c.isupper() for c in word)
-        if re.split("['’]", word)[0] == "I" or stem(word.lower()) in CALENDAR_WORDS:  # I, I'm; Mondays
-            continue
-        if capitals >= 2 or (capitals == 1 and word[0].isupper() and not opens_sentence):
-            found.append(word)
-    return list(dict.fromkeys(found))
-
-
-def unknown_names(question: str, term_stats, known_text: str = "") -> list[str]:
-    """The names of `question` that no chunk of the index holds (by its term statistics) and
-    that `known_text` (the conversation so far) does not already use. None known without statistics."""
-    if term_stats is None:
-        return []
-    frequency = term_stats.document_frequency
-    known = set(words(known_text))
-    unknown = []
-    for name in names_in(question):
-        parts = words(name)
-        if not parts or any(part in known for part in parts):
-            continue
-        if all(frequency.get(part, 0) == 0 and frequency.get(stem(part), 0) == 0 for part in parts):
-            unknown.append(name)
-    return unknown
-
-
 def questions_before(state: dict) -> list[str]:
     """The conversation's questions before this turn's (route has added this one by now)."""
     asked = earlier_questions(state)
@@ -149,7 +107,8 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         ranked = state.get("rerank_results") or []
         reason = ""
         kept = []
-        unknown = unknown_names(state["question"], resources_for(config).term_stats,
+        term_stats = resources_for(config).term_stats if ranked else None
+        unknown = unknown_names(state["question"], term_stats.document_frequency if term_stats else None,
                                 " ".join(questions_before(state))) \
             if ranked and state.get("condensed_by") in ("rules", "model") else []
         if unknown:

@@ -192,6 +192,29 @@ def test_a_cluster_on_words_the_docs_do_not_use_is_missing_whatever_it_scores():
     assert classify(turns, below_noise, strong=0.7, noise=0.6, topic=used)[0] == "missing"
 
 
+def test_a_cluster_whose_questions_name_what_no_chunk_holds_is_missing():
+    from collections import Counter
+
+    from fieldguide.gaps import cluster_unknown_names
+
+    frequency = {"balance": 40, "sync": 12, "budget": 300, "crypto": 2, "stripe": 3}
+    members = ["Can I connect my Bitcoin wallet so its balance updates by itself?",
+               "Will my crypto exchange balances sync automatically?"]
+    counts = Counter({members[0]: 1, members[1]: 1})
+    assert cluster_unknown_names(members, counts, frequency) == ["Bitcoin"]  # half the turns name it
+    assert cluster_unknown_names(members, Counter({members[0]: 1, members[1]: 3}), frequency) == []  # a stray one
+    assert cluster_unknown_names(["Does the Stripe sync work?"], Counter({"Does the Stripe sync work?": 2}),
+                                 frequency) == []  # a name the docs hold
+    assert cluster_unknown_names(members, counts, None) == []  # no term statistics: nothing known
+    # missing whatever the broad search scores, with the names as the reason
+    sections = [{"source": "faq.md", "heading_path": ["FAQ"], "score": 0.9}]
+    used = TopicWords([("sync", 0.7, 12), ("balance", 0.3, 40)], 0.0)
+    turns = [_problem(m, ["abstained"]) for m in members]
+    kind, reason, _, nearest = classify(turns, sections, strong=0.7, noise=0.6, topic=used, unknown=["Bitcoin"])
+    assert kind == "missing" and '"Bitcoin"' in reason and "no chunk" in reason and nearest == sections
+    assert classify(turns, sections, strong=0.7, noise=0.6, topic=used)[0] == "not_found"
+
+
 def test_more_candidates_are_named_only_while_close_to_the_best():
     sections = [{"source": f"{n}.md", "heading_path": [], "score": score}
                 for n, score in enumerate([0.9, 0.85, 0.8, 0.78, 0.75, 0.74, 0.5])]

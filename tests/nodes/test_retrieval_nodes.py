@@ -182,7 +182,7 @@ def test_cap_keeps_only_chunks_within_the_window_below_the_best():
 
 
 def test_names_are_the_words_a_reader_capitalises_past_a_sentence_start_or_twice():
-    from nodes.cap import names_in
+    from fieldguide.names import names_in
 
     assert names_in("Can I use a hardware key like a YubiKey for it instead?") == ["YubiKey"]
     assert names_in("Is Plausible HIPAA compliant, and will you sign a BAA?") == ["Plausible", "HIPAA", "BAA"]
@@ -194,12 +194,14 @@ def test_names_are_the_words_a_reader_capitalises_past_a_sentence_start_or_twice
 
 def test_unknown_names_are_the_ones_no_chunk_holds_and_the_conversation_did_not_use():
     from fieldguide.bm25 import TermStats
-    from nodes.cap import unknown_names
+    from fieldguide.names import unknown_names
 
     stats = TermStats.from_documents([["plausible", "goals", "stripe"], ["two", "factor", "authenticator", "app"]])
+    frequency = stats.document_frequency
     question = "Can Plausible send my Stripe revenue to a YubiKey or to Dropbox?"
-    assert unknown_names(question, stats) == ["YubiKey", "Dropbox"]
-    assert unknown_names(question, stats, known_text="How do I back up to Dropbox?") == ["YubiKey"]
+    assert unknown_names(question, frequency) == ["YubiKey", "Dropbox"]
+    assert unknown_names(question, frequency, known_text="How do I back up to Dropbox?") == ["YubiKey"]
+    assert unknown_names("Do Stripes work?", frequency) == []  # the index's word, in the plural
     assert unknown_names(question, None) == []  # an index without statistics: nothing is known to be missing
 
 

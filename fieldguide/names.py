@@ -1,0 +1,63 @@
+"""Names a reader writes, and whether the docs hold them.
+
+A reader names a product, a service or a standard with a capital letter past the start of a
+sentence, or with two capitals or more (Dropbox, YubiKey, HIPAA, macOS). When no chunk of the
+index holds such a name, the docs say nothing about it: over the development questions, their
+conversations and held-out ones, every question that named something no chunk holds was one
+the docs do not answer, apart from day names ("last Tuesday"), which are left out with the
+months (docs/BENCHMARKS.md, "Follow-ups that name what the docs never mention"). `cap` abstains
+on such a follow-up; `fieldguide gaps` takes a cluster of such questions as a missing topic.
+Everyday words the docs do not use are no such signal: readers bring their own
+("supermarket", "coworker") to questions the docs answer.
+"""
+from __future__ import annotations
+
+import re
+
+from fieldguide.content_words import stem
+from fieldguide.words import words
+
+_NAME = re.compile(r"[^\W\d_][\w'’-]*")
+_OPENS_SENTENCE = frozenset(".?!:;\"“'‘(")
+# Capitalised in English wherever they stand, and naming no thing a product's docs would cover.
+CALENDAR_WORDS = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+    "august september october november december".split())
+
+
+def names_in(question: str) -> list[str]:
+    """The words a reader writes as names: capitalised past the start of a sentence, or with two
+    capitals or more anywhere (HIPAA, YubiKey, macOS); never "I" nor a day or month."""
+    found = []
+    for match in _NAME.finditer(question):
+        word = match.group(0).strip("'’-")
+        before = question[:match.start()].rstrip()
+        opens_sentence = not before or before[-1] in _OPENS_SENTENCE
+        capitals = sum(c.isupper() for c in word)
+        if re.split("['’]", word)[0] == "I" or stem(word.lower()) in CALENDAR_WORDS:  # I, I'm; Mondays
+            continue
+        if capitals >= 2 or (capitals == 1 and word[0].isupper() and not opens_sentence):
+            found.append(word)
+    return list(dict.fromkeys(found))
+
+
+def _forms(word: str) -> set[str]:
+    """The word as the index may hold it: as written, stemmed, and without a plural "s"."""
+    return {word, stem(word), word[:-1] if word.endswith("s") and len(word) > 3 else word}
+
+
+def unknown_names(question: str, document_frequency: dict[str, int] | None, known_text: str = "") -> list[str]:
+    """The names of `question` that no chunk of the index holds (`document_frequency`: the
+    index's term statistics, chunks per word) and that `known_text` (say, the conversation so
+    far) does not already use. None known without statistics."""
+    if document_frequency is None:
+        return []
+    known = set(words(known_text))
+    unknown = []
+    for name in names_in(question):
+        parts = words(name)
+        if not parts or any(part in known for part in parts):
+            continue
+        if not any(document_frequency.get(form, 0) for part in parts for form in _forms(part)):
+            unknown.append(name)
+    return unknown
