@@ -80,6 +80,16 @@ def questions_before(state: dict) -> list[str]:
     return asked[:-1] if asked and asked[-1] == state["question"] else asked
 
 
+def names_the_docs_lack(state: dict, config) -> list[str]:
+    """What a condensed follow-up names that no chunk of the index holds and the conversation
+    had not named before; none for a question that stands alone, or an index without term statistics."""
+    if state.get("condensed_by") not in ("rules", "model"):
+        return []
+    term_stats = resources_for(config).term_stats
+    return unknown_names(state["question"], term_stats.document_frequency if term_stats else None,
+                         " ".join(questions_before(state)))
+
+
 def pool_scores(ranked: list[dict], searched: list[dict]) -> list[float]:
     """One score per section for the margin's pool: its best rerank score, or, for a section
     whose every part fell under the similarity threshold, its best similarity (a question with
@@ -107,10 +117,7 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         ranked = state.get("rerank_results") or []
         reason = ""
         kept = []
-        term_stats = resources_for(config).term_stats if ranked else None
-        unknown = unknown_names(state["question"], term_stats.document_frequency if term_stats else None,
-                                " ".join(questions_before(state))) \
-            if ranked and state.get("condensed_by") in ("rules", "model") else []
+        unknown = names_the_docs_lack(state, config) if ranked else []
         if unknown:
             reason = f"the follow-up names {', '.join(unknown)}, which no section of the docs mentions"
         elif ranked:
