@@ -123,6 +123,7 @@ def embedding_runtime(settings) -> str:
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")  # the instructions OpenVINO's CPU plugin computes bf16 with
 
 
+@lru_cache(maxsize=1)
 def _cpu_has_bf16() -> bool | None:
     """Whether the CPU lists bf16 instructions; None where Linux's flags cannot be read."""
     try:

@@ -38,6 +38,7 @@ import os
 import tempfile
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
 
 ENCODER_CONFIG = "encoder.json"
@@ -100,6 +101,7 @@ def openvino_bf16() -> bool:
     return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
+@lru_cache(maxsize=1)
 def machine_key() -> str:
     """What a precision measurement holds for: the CPU model, its bf16 flags, the cores this
     process may use and OpenVINO's version. Read without importing OpenVINO."""
