@@ -122,6 +122,7 @@ class QueryState(TypedDict):
     abstain: NotRequired[bool]
     abstain_reason: NotRequired[str]  # why cap abstained ("" when it did not)
     nearest: NotRequired[list[Candidate]]  # closest sections, named when abstaining
+    unmentioned: NotRequired[list[str]]  # what a follow-up names that no chunk holds (cap abstains on it)
     answer: NotRequired[str]
     citations: NotRequired[list[Citation]]
     sentences: NotRequired[list[CheckedSentence]]

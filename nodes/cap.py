@@ -145,6 +145,7 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         "abstain": abstain,
         "abstain_reason": reason if abstain else "",
         "nearest": nearest,
+        "unmentioned": unknown,
         "stages": with_stage(state, "cap", kept),
         "timings_ms": with_timing(state, "cap", sw.ms),
     }

@@ -45,8 +45,14 @@ MAX_DROPPED_IN_A_ROW = 3
 NOTHING_TO_QUOTE = "The sections found for this question do not state an answer plainly; see the sources."
 
 
-def abstain_message(nearest: list[dict]) -> str:
-    text = "The documentation does not cover this question, so I can't answer it from the docs."
+def abstain_message(nearest: list[dict], unmentioned: list[str] = ()) -> str:
+    """What the reader reads when the turn abstains: what the docs do not cover (the names the
+    question uses that no section holds, when that is why) and where the closest sections are."""
+    if unmentioned:
+        named = ", ".join(unmentioned[:-1]) + f" or {unmentioned[-1]}" if len(unmentioned) > 1 else unmentioned[0]
+        text = f"The documentation does not mention {named}, so I can't answer this from the docs."
+    else:
+        text = "The documentation does not cover this question, so I can't answer it from the docs."
     if nearest:
         names = [f"\"{' > '.join(n['heading_path']) or n['source']}\" ({n['source']})" for n in nearest]
         text += " The closest sections are " + ", ".join(names) + "."
@@ -99,7 +105,7 @@ class AnswerWriter:
 async def generate(state: dict, config: RunnableConfig = None, writer: StreamWriter = _nowhere) -> dict:
     if state.get("abstain") or not state.get("prompt_messages"):
         with Stopwatch() as sw:
-            answer = abstain_message(state.get("nearest") or [])
+            answer = abstain_message(state.get("nearest") or [], state.get("unmentioned") or [])
         return {"answer": answer, "citations": [], "sentences": [], "messages": [AIMessage(content=answer)],
                 "timings_ms": with_timing(state, "generate", sw.ms)}
     with Stopwatch() as sw:

@@ -224,9 +224,22 @@ def test_a_follow_up_that_names_what_the_docs_never_mention_abstains():
     update = cap(follow_up_state("Can I use a YubiKey for it instead of an app?", ranked), config)
     assert update["abstain"] is True and update["cap_results"] == [] and update["nearest"]
     assert update["abstain_reason"] == "the follow-up names YubiKey, which no section of the docs mentions"
+    assert update["unmentioned"] == ["YubiKey"]
     assert cap(follow_up_state("Can I use a YubiKey for it?", ranked, "model"), config)["abstain"] is True
     # a name the docs hold, a follow-up without a name, or a question that stands alone: the margin decides
     assert cap(follow_up_state("Can I use the Authenticator app for it?", ranked), config)["abstain"] is False
     assert cap(follow_up_state("Can I turn it off again?", ranked), config)["abstain"] is False
     alone = dict(follow_up_state("Can I use a YubiKey for two-factor?", ranked, "none"), messages=[])
     assert cap(alone, config)["abstain"] is False
+
+
+def test_the_reader_is_told_what_the_docs_do_not_mention():
+    from nodes.generate import abstain_message
+
+    nearest = [{"source": "2fa.md", "heading_path": ["Two-factor authentication"]}]
+    assert abstain_message(nearest, ["YubiKey"]).startswith(
+        "The documentation does not mention YubiKey, so I can't answer this from the docs. The closest sections are "
+        '"Two-factor authentication" (2fa.md).')
+    assert abstain_message([], ["Bitcoin", "Ethereum", "Coinbase"]) == (
+        "The documentation does not mention Bitcoin, Ethereum or Coinbase, so I can't answer this from the docs.")
+    assert abstain_message([]) == "The documentation does not cover this question, so I can't answer it from the docs."
