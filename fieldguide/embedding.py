@@ -123,14 +123,11 @@ def embedding_runtime(settings) -> str:
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")  # the instructions OpenVINO's CPU plugin computes bf16 with
 
 
-@lru_cache(maxsize=1)
 def _cpu_has_bf16() -> bool | None:
     """Whether the CPU lists bf16 instructions; None where Linux's flags cannot be read."""
-    try:
-        flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("flags")), None)
-    except OSError:
-        flags = None
+    from fieldguide.onnx_embeddings import cpu_description
+
+    flags = cpu_description()[1]
     return None if flags is None else any(flag in flags for flag in BF16_CPU_FLAGS)
 
 
@@ -187,11 +184,10 @@ def _load_onnx(cache_dir: str, model_id: str, path: str, quantization: str, batc
     from fieldguide.onnx_export import ensure_export
 
     folder = ensure_export(Path(cache_dir), model_id, path, quantization)
+    embeddings = None
     if fallback and runtime == "openvino":
         try:
             embeddings = OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
-            _loaded_precision[str(folder)] = embeddings.encoder.precision
-            return embeddings
         except Exception as exc:
             import logging
 
@@ -199,16 +195,17 @@ def _load_onnx(cache_dir: str, model_id: str, path: str, quantization: str, batc
                 "OpenVINO cannot run the embedding model here (%s); using onnxruntime instead "
                 "(FIELDGUIDE_EMBEDDING_RUNTIME=onnxruntime says so once and for all)", exc)
             runtime = "onnxruntime"
-    try:
-        embeddings = OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
-        _loaded_precision[str(folder)] = embeddings.encoder.precision
-        return embeddings
-    except ImportError as exc:
-        raise ModelUnavailable(f"The ONNX embedding backend needs {runtime} ({exc}); install it or set "
-                               "FIELDGUIDE_EMBEDDING_BACKEND=torch.") from exc
-    except Exception as exc:  # a damaged export folder
-        raise ModelUnavailable(f"Cannot open the ONNX export of {model_id} in {folder} ({exc}); delete that "
-                               "folder to export it again, or set FIELDGUIDE_EMBEDDING_BACKEND=torch.") from exc
+    if embeddings is None:
+        try:
+            embeddings = OnnxEmbeddings(folder, batch_size=batch_size, runtime=runtime)
+        except ImportError as exc:
+            raise ModelUnavailable(f"The ONNX embedding backend needs {runtime} ({exc}); install it or set "
+                                   "FIELDGUIDE_EMBEDDING_BACKEND=torch.") from exc
+        except Exception as exc:  # a damaged export folder
+            raise ModelUnavailable(f"Cannot open the ONNX export of {model_id} in {folder} ({exc}); delete that "
+                                   "folder to export it again, or set FIELDGUIDE_EMBEDDING_BACKEND=torch.") from exc
+    _loaded_precision[str(folder)] = embeddings.encoder.precision
+    return embeddings
 
 
 @lru_cache(maxsize=4)

@@ -94,11 +94,32 @@ class OnnxRuntimeModel:
         return self.session.run(None, feed)[0]
 
 
-def openvino_bf16() -> bool:
+def openvino_bf16(core=None) -> bool:
     """Whether OpenVINO can compute in bfloat16 on this CPU (it has the instructions for it)."""
-    import openvino
+    if core is None:
+        import openvino
 
-    return "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        core = openvino.Core()
+    return "BF16" in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+@lru_cache(maxsize=1)
+def cpu_description() -> tuple[str, tuple[str, ...] | None]:
+    """(the CPU's model name, its flags) as Linux lists them; flags None where it does not."""
+    model, flags = "", None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if not model and line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+            elif flags is None and line.startswith("flags"):
+                flags = tuple(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    if not model:
+        import platform
+
+        model = platform.processor() or platform.machine()
+    return model, flags
 
 
 @lru_cache(maxsize=1)
@@ -107,17 +128,8 @@ def machine_key() -> str:
     process may use and OpenVINO's version. Read without importing OpenVINO."""
     from importlib.metadata import PackageNotFoundError, version
 
-    model, flags = "", []
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if not model and line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-            elif not flags and line.startswith("flags"):
-                flags = sorted(f for f in line.split(":", 1)[1].split() if "bf16" in f or f.startswith("amx"))
-    except OSError:
-        import platform
-
-        model = platform.processor() or platform.machine()
+    model, flags = cpu_description()
+    flags = sorted(f for f in flags or () if "bf16" in f or f.startswith("amx"))
     try:
         openvino_version = version("openvino")
     except PackageNotFoundError:
@@ -208,7 +220,7 @@ class OpenVinoModel:
         def compiled_in(chosen: str):
             return core.compile_model(str(path), "CPU", {**base, "INFERENCE_PRECISION_HINT": PRECISIONS[chosen]})
 
-        if "BF16" not in core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        if not openvino_bf16(core):
             precision = "fp32"
         precision = precision or recorded_precision(path.parent)
         if precision is None:  # the first start on this machine: time both, keep the faster
