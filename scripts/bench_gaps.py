@@ -14,7 +14,10 @@
    stored as abstained, the outcome the report is about). Runs `fieldguide gaps --format json`
    on it and prints the classification figures the targets name:
    * missing-topic turns in "missing" clusters (target >= 90 %);
-   * far-worded turns in "not_found" clusters whose candidates name their gold section (>= 70 %).
+   * far-worded turns in "not_found" clusters whose candidates name their gold section (>= 70 %);
+   and, for the far-worded turns, where the broader search ranks each one's gold section when
+   that wording is searched alone: a cluster names at most NEAREST_MAX sections, so the share
+   of gold sections ranked that high is the most the classification can reach.
 3. Seeds another store the same way with `--turns` turns (the seed questions under varied
    wordings, every one distinct, in the seed's proportions) and times the whole `fieldguide gaps`
    command on it (models loaded, index opened, everything), printing seconds and the load average.
@@ -120,12 +123,39 @@ def classification(report: dict, rows: list[dict]) -> dict:
         "clusters_per_missing_topic": {t: len(ids) for t, ids in topics.items()},
         "far_misses": [{"id": r["id"], "kind": where.get(r["question"], {}).get("kind"),
                         "nearest": [f"{c['source']}#{' > '.join(c['heading_path'])} {c['score']}"
-                                    for c in where.get(r["question"], {}).get("nearest", [])]}
+                                    for c in where.get(r["question"], {}).get("nearest", [])],
+                        "reason": where.get(r["question"], {}).get("reason")}
                        for r in far if r not in with_gold],
         "missing_misses": [{"id": r["id"], "kind": where.get(r["question"], {}).get("kind"),
                             "reason": where.get(r["question"], {}).get("reason")}
                            for r in missing if r not in in_missing],
     }
+
+
+def candidate_ceiling(rows: list[dict], collection: str) -> dict:
+    """Where the broader search ranks each far-worded turn's gold section when that wording is
+    searched alone (`BroadSearch`, as `gaps` runs it): the share with the gold among the first
+    NEAREST and NEAREST_MAX sections is the most the classification can reach, since a cluster
+    names only sections its wordings rank that high."""
+    from fieldguide.embedding import embed_questions
+    from fieldguide.gaps import NEAREST, NEAREST_MAX, BroadSearch
+    from fieldguide.retrieval import open_resources
+    from fieldguide.settings import Settings
+
+    far = [r for r in rows if r["group"] == "far"]
+    with open_resources(Settings(collection=collection)) as resources:
+        search = BroadSearch(resources)
+        vectors = embed_questions(resources.embeddings, [r["question"] for r in far])
+        ranks = []
+        for row, vector in zip(far, vectors):
+            _, each = search.search([row["question"]], [vector])
+            ranked = each[0] if each else []
+            ranks.append(next((n for n, c in enumerate(ranked, start=1) if same_section(c, row)), None))
+    share = lambda top: sum(1 for r in ranks if r is not None and r <= top) / max(1, len(ranks))  # noqa: E731
+    return {"far_gold_rank": {r["id"]: rank for r, rank in zip(far, ranks)},
+            f"far_gold_in_top_{NEAREST}": f"{share(NEAREST):.0%}",
+            f"far_gold_in_top_{NEAREST_MAX}": f"{share(NEAREST_MAX):.0%}",
+            "far_gold_in_pool": f"{share(10**6):.0%}"}
 
 
 def many(rows: list[dict], count: int) -> list[dict]:
@@ -172,6 +202,8 @@ def main() -> int:
         print(f"## seeded store: {len(rows)} turns of {args.seed.name}")
         print(json.dumps({**figures, "levels": report["levels"], "seconds": round(seconds, 1),
                           "load_average": [round(x, 2) for x in os.getloadavg()]}, indent=2))
+        print("\n## the broader search's ranking of each far-worded turn alone (the most naming can reach)")
+        print(json.dumps(candidate_ceiling(rows, args.collection), indent=2))
         (ROOT / "build").mkdir(exist_ok=True)
         (ROOT / "build" / "gaps-seeded.json").write_text(result.stdout, encoding="utf-8")
         html, _ = run_gaps(seeded, env, "html")
