@@ -7,8 +7,12 @@ measures its own scale with probe questions that no product's documentation answ
 (`OFF_TOPIC_PROBES`: cooking, geography, sport, nature), run through the real search and the
 active scorer exactly as a user's question would be:
 
-* `rerank_min`, the strict minimum of the cap: the best score any probe reached. A chunk that
-  matches a question no better than the docs match "how do I boil an egg" is noise.
+* `rerank_min`, the strict minimum of the cap: the best score any probe reached (`noise_floor`).
+  A chunk that matches a question no better than the docs match "how do I boil an egg" is
+  noise. A probe that scores far above all the others (more than `OUTLIER_MADS` median absolute
+  deviations above their median) has found something the docs really discuss, not noise: docs
+  with a localisation page answer "What language is spoken in Brazil?" with their Brazilian
+  Portuguese translation. Such a probe does not set the floor; the best of the others does.
 * `margin_unit`: how far the best of an unrelated pool of sections stands above their median by
   chance (the probes' median `top_margin`, one score per section): the index's unit of
   "standing out".
@@ -32,10 +36,16 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field, replace
 
-CALIBRATION_VERSION = 2
+CALIBRATION_VERSION = 3  # 3: a probe far above the others no longer sets rerank_min
 # How many times the probes' median margin a real question's best candidate must reach:
 # chosen on both development corpora (docs/TUNING.md, "Abstention").
 MARGIN_FACTOR = 1.2
+# A probe whose best score lies more than this many median absolute deviations above the probes'
+# median found a topic of the docs: it does not set rerank_min. On the development corpora the
+# highest probe sits 4.8 and 5.7 deviations above the median (no outlier: the floor is the plain
+# maximum); on a docs set with a localisation page, "What language is spoken in Brazil?" sat
+# 15.4 above (docs/TUNING.md, "Abstention").
+OUTLIER_MADS = 8.0
 # Candidates whose scores make up the pool a margin is measured against.
 MARGIN_POOL = 20
 # Chunks written plus chunks deleted since the probes last ran, as a share of the index, below
@@ -145,6 +155,16 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+def noise_floor(tops: list[float], outlier_mads: float = OUTLIER_MADS) -> float:
+    """The best of the probes' best scores, leaving out those more than `outlier_mads` median
+    absolute deviations above their median (none is left out when the deviations are all 0)."""
+    middle = statistics.median(tops)
+    spread = statistics.median(abs(top - middle) for top in tops)
+    if spread == 0:
+        return max(tops)
+    return max(top for top in tops if top <= middle + outlier_mads * spread)
+
+
 def calibrate(store, embeddings, reranker, term_stats, search_k: int = MARGIN_POOL) -> Calibration:
     """Run the probes through the store's search and `reranker` (see the module doc)."""
     chunks = store.count()
@@ -161,7 +181,7 @@ def calibrate(store, embeddings, reranker, term_stats, search_k: int = MARGIN_PO
         return Calibration(0.0, 0.0, 0.0, 0.0, scorer_scale(reranker), chunks, 0)
     median_margin = statistics.median(margins)
     return Calibration(
-        rerank_min=round(max(tops), 4),
+        rerank_min=round(noise_floor(tops), 4),
         abstain_margin=round(MARGIN_FACTOR * median_margin, 4),
         margin_unit=round(median_margin, 4),
         screen_share=round(screen / chunks, 4),
@@ -169,7 +189,7 @@ def calibrate(store, embeddings, reranker, term_stats, search_k: int = MARGIN_PO
         chunks=chunks,
         probes=len(tops),
         probe_top={"median": round(statistics.median(tops), 4), "q90": round(_quantile(tops, 0.9), 4),
-                   "max": round(max(tops), 4)},
+                   "max": round(max(tops), 4), "outliers": sum(1 for top in tops if top > noise_floor(tops))},
         probe_margin={"median": round(median_margin, 4), "q75": round(_quantile(margins, 0.75), 4),
                       "max": round(max(margins), 4)},
     )

@@ -40,6 +40,7 @@ def test_ingest_calibrates_stores_and_an_old_manifest_is_migrated(weaviate_setti
     calibration = Calibration.from_dict(first.calibration)
     assert calibration.probes == len(OFF_TOPIC_PROBES) and calibration.chunks == first.chunks_written
     assert calibration.abstain_margin == pytest.approx(1.2 * calibration.margin_unit, abs=1e-3)
+    assert calibration.probe_top["outliers"] == 0  # no probe stands far above the rest here
     assert calibration.rerank_min == calibration.probe_top["max"]
     with open_store(weaviate_settings) as store:
         assert store.manifest()["calibration"] == first.calibration
