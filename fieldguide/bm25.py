@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from fieldguide.headings import heading_labels
 
 from fieldguide.words import words
 
@@ -38,7 +39,7 @@ DOCUMENT_WORDS_CACHED = 2048  # texts (chunks, breadcrumbs) whose words are kept
 
 def document_words(heading_path: Sequence[str] | None, text: str) -> list[str]:
     """The words BM25 sees for a chunk: breadcrumb words (HEADING_TF times) and text words."""
-    heading = _words_of(" ".join(heading_path or ()))
+    heading = _words_of(" ".join(heading_labels(heading_path)))
     return list(heading * HEADING_TF + _words_of(text or ""))
 
 

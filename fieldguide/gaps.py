@@ -55,6 +55,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 
+from fieldguide.headings import breadcrumb, heading_labels
+
 KINDS = ("missing", "not_found", "disliked")
 # A cluster is missing when at least this share of its turns name something no chunk holds.
 NAMED_SHARE = 0.5
@@ -374,7 +376,7 @@ class Cluster:
 
 
 def section_name(source: str, heading_path: Sequence[str]) -> str:
-    return f"{source}#{' > '.join(heading_path)}" if heading_path else source
+    return f"{source}#{breadcrumb(heading_path)}" if heading_path else source
 
 
 class BroadSearch:
@@ -413,7 +415,7 @@ class BroadSearch:
 
             counts: Counter = Counter()
             for heading_path, _ in self.resources.store.iter_documents():
-                counts.update(set(words(" ".join(heading_path))))
+                counts.update(set(words(" ".join(heading_labels(heading_path)))))
             self._headings = dict(counts)
         return self._headings
 
@@ -609,10 +611,10 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
     The levels go by the best score either way."""
     disliked = [t for t in turns if t.answered and "disliked" in t.reasons]
     if len(disliked) * 2 > len(turns):
-        cited = Counter(section_name(c.get("source", ""), c.get("heading_path") or [])
+        cited = Counter((c.get("source", ""), tuple(c.get("heading_path") or []))
                         for t in disliked for c in t.citations if c.get("source"))
-        nearest = [{"source": name.split("#", 1)[0], "heading_path": name.split("#", 1)[1].split(" > ")
-                    if "#" in name else [], "score": None, "cited": n} for name, n in cited.most_common(NEAREST)]
+        nearest = [{"source": source, "heading_path": list(path), "score": None, "cited": n}
+                   for (source, path), n in cited.most_common(NEAREST)]
         comments = [c for t in disliked for c in t.comments]
         reason = f"{len(disliked)} of {len(turns)} answers were voted down"
         if comments:

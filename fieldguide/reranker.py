@@ -15,13 +15,14 @@ from functools import lru_cache
 
 from fieldguide.bm25 import B, HEADING_TF, K1, TermStats, document_words, relative_scores
 from fieldguide.errors import ModelUnavailable
+from fieldguide.headings import breadcrumb as heading_breadcrumb
 
 LEXICAL_WEIGHT = 0.35
 
 
 def chunk_text_for_scoring(candidate: dict) -> str:
     """What a reranker reads: the breadcrumb, then the chunk text."""
-    breadcrumb = " > ".join(candidate.get("heading_path") or [])
+    breadcrumb = heading_breadcrumb(candidate.get("heading_path"))
     return f"{breadcrumb}\n{candidate.get('text', '')}" if breadcrumb else candidate.get("text", "")
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fieldguide.headings import heading_labels
 from ingest.chunk import Chunk, make_group_id, make_part_id
 from ingest.hierarchy import HierarchicalChunk, hierarchical_chunks
 from ingest.kind import decide_content_kind
@@ -128,7 +129,7 @@ class Chunker:
             doc_title = self._short_heading(doc_title)
         for piece in pieces:
             piece.heading_path = [self._short_heading(title) for title in piece.heading_path]
-        crumb_lists = [([doc_title] if doc_title else []) + p.heading_path for p in pieces]
+        crumb_lists = [([doc_title] if doc_title else []) + heading_labels(p.heading_path) for p in pieces]
         breadcrumbs = [BREADCRUMB_SEPARATOR.join(c) or source for c in crumb_lists]
         unique = sorted(set(breadcrumbs))
         breadcrumb_tokens = dict(zip(unique, self.counter.count_pieces(unique)))

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from fieldguide.headings import heading_label
+
 UI_WORDS = (
     "button", "buttons", "click", "clicks", "clicking", "clicked", "tap", "field", "fields", "tab", "tabs",
     "menu", "menus", "screen", "screens", "dropdown", "drop-down", "checkbox", "checkboxes", "toggle",
@@ -68,7 +70,7 @@ def decide_content_kind(text: str, heading_path: list[str], front_matter: dict) 
         sample = ", ".join(sorted(set(ui_hits))[:5])
         reasons.append(f"UI words {density:.1f}/100 ({sample})")
     if heading_path:
-        heading_words = {w.lower() for w in _WORD.findall(heading_path[-1])}
+        heading_words = {w.lower() for w in _WORD.findall(heading_label(heading_path[-1]))}
         if heading_words & set(HEADING_WORDS):
             score += 1
             reasons.append("screen-like heading")

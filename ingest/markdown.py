@@ -17,6 +17,8 @@ from itertools import accumulate
 
 from markdown_it_pyrs import MarkdownIt
 
+from fieldguide.headings import split_heading_id
+
 _BLOCK_RULES = ["blockquote", "code", "fence", "heading", "hr", "lheading", "list", "paragraph", "reference",
                 "html_block", "table"]
 _PARSER = MarkdownIt("zero").enable_many(_BLOCK_RULES)
@@ -52,7 +54,7 @@ class Block:
 @dataclass
 class Heading:
     level: int
-    title: str  # as written, without markers and without an explicit `{#id}`
+    title: str  # as written, without markers; an explicit `{#id}` stays (`fieldguide.headings`)
     start: int  # heading line (first line of a setext heading)
     end: int  # last line of the heading itself (setext underline)
     anchor: str | None = None
@@ -151,12 +153,7 @@ def _heading_title(source_lines: list[str], setext: bool) -> tuple[str, str | No
         if without_closer != stripped and (without_closer == "" or without_closer.endswith((" ", "\t"))):
             stripped = without_closer
         title = stripped.strip()
-    anchor = None
-    if title.endswith("}") and "{#" in title:
-        head, _, tail = title.rpartition("{#")
-        if tail[:-1] and " " not in tail[:-1]:
-            anchor, title = tail[:-1], head.rstrip()
-    return title, anchor
+    return title, split_heading_id(title)[1]
 
 
 def parse_markdown(text: str, source: str = "", warnings: list[str] | None = None) -> ParsedDocument:

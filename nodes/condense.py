@@ -29,6 +29,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from fieldguide.content_words import STOPWORDS, stem, terms
+from fieldguide.headings import breadcrumb
 from graph.runtime import Stopwatch, options_for, resources_for
 from prompts.loader import condense_message, load_prompt
 
@@ -92,7 +93,7 @@ def condense_by_rules(question: str, previous: str | None, topic: list[str] | No
     question's key terms."""
     if not previous or not leans_on_previous(question):
         return question, "none"
-    about = " > ".join(topic) if topic else " ".join(key_terms(previous, question))
+    about = breadcrumb(topic) if topic else " ".join(key_terms(previous, question))
     if not about:
         return question, "none"
     return f"{question.rstrip()}{ABOUT}{about}", "rules"

@@ -29,6 +29,7 @@ from langgraph.types import StreamWriter
 
 from fieldguide.chat import bind_generation_options
 from fieldguide.content_words import terms
+from fieldguide.headings import breadcrumb
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
 from nodes.check import SentenceChecker, SentenceStream
 from nodes.citations import MarkerFilter, cited_numbers, citations_for
@@ -54,7 +55,7 @@ def abstain_message(nearest: list[dict], unmentioned: list[str] = ()) -> str:
     else:
         text = "The documentation does not cover this question, so I can't answer it from the docs."
     if nearest:
-        names = [f"\"{' > '.join(n['heading_path']) or n['source']}\" ({n['source']})" for n in nearest]
+        names = [f"\"{breadcrumb(n['heading_path']) or n['source']}\" ({n['source']})" for n in nearest]
         text += " The closest sections are " + ", ".join(names) + "."
     return text
 

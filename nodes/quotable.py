@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fieldguide.headings import heading_label
+
 LONG_UNIT_WORDS = 60
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -161,5 +163,5 @@ def context_units(blocks: list[dict]) -> list[Unit]:
     units: list[Unit] = []
     for number, block in enumerate(blocks):
         path = block.get("heading_path") or []
-        units.extend(split_units(block.get("text") or "", number, path[-1] if path else ""))
+        units.extend(split_units(block.get("text") or "", number, heading_label(path[-1]) if path else ""))
     return units

@@ -11,6 +11,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 
+from fieldguide.headings import breadcrumb
 from ingest.parts import left_out_after, left_out_before
 
 _HEADING = re.compile(r"^#{1,6}\s+")
@@ -94,7 +95,7 @@ def section_label(block: dict, text: str, previous: dict | None = None) -> str:
     first = text.split("\n", 1)[0]
     if _HEADING.match(first) and _HEADING.sub("", first).strip(" #") == path[-1].strip():
         path = path[:-1]
-    return " > ".join(path)
+    return breadcrumb(path)
 
 
 def _left_out(parts: list[int], block: dict) -> str:

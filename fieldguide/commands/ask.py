@@ -27,9 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def format_sources(context: list[dict], citations: list[dict] | None = None) -> list[str]:
     """The sources list: cited blocks with their number and link, then the other sections read."""
+    from fieldguide.headings import breadcrumb
+
     lines, seen = [], set()
     for citation in citations or []:
-        section = " > ".join(citation["heading_path"]) or "(intro)"
+        section = breadcrumb(citation["heading_path"]) or "(intro)"
         lines.append(f"  [{citation['n']}] {citation['source']}: {section} ({citation['url']})")
         seen.add((citation["source"], tuple(citation["heading_path"])))
     for block in context:
@@ -37,7 +39,7 @@ def format_sources(context: list[dict], citations: list[dict] | None = None) -> 
         if key in seen:
             continue
         seen.add(key)
-        section = " > ".join(block["heading_path"]) or "(intro)"
+        section = breadcrumb(block["heading_path"]) or "(intro)"
         lines.append(f"  - {block['source']}: {section}")
     return lines
 

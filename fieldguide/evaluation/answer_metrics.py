@@ -25,6 +25,7 @@ import re
 import statistics
 
 from fieldguide.evaluation.metrics import normalise
+from fieldguide.headings import heading_labels
 
 ANSWER_METRICS = ("answer_facts_all", "answer_facts_soft", "context_facts_all", "carry", "grounded_words",
                   "invented", "cited", "bad_citations", "answer_words", "abstain_ok", "false_abstain",
@@ -65,7 +66,7 @@ def turns_of(questions: list[dict]) -> list[dict]:
 
 
 def _context_text(answer: dict) -> str:
-    return "\n".join(" ".join(b.get("heading_path") or []) + "\n" + (b.get("text") or "")
+    return "\n".join(" ".join(heading_labels(b.get("heading_path"))) + "\n" + (b.get("text") or "")
                      for b in answer.get("context") or [])
 
 

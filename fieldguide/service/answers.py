@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from fieldguide.headings import breadcrumb
+
 Resolve = Callable[[str], str | None]  # a docs file's path -> the URL a reader opens (None: none)
 
 CITATION_FIELDS = ("chunk_id", "source", "heading_path", "line_start", "line_end")
@@ -61,7 +63,7 @@ def search_hits(state: dict[str, Any], k: int, resolve: Resolve) -> list[dict[st
             "chunk_id": chunk.get("chunk_id"),
             "source": chunk.get("source"),
             "heading_path": path,
-            "breadcrumb": " › ".join(path),
+            "breadcrumb": breadcrumb(path, " › "),
             "line_start": chunk.get("line_start"),
             "line_end": chunk.get("line_end"),
             "url": resolve(chunk["source"]) if chunk.get("source") else None,

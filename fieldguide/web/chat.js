@@ -31,6 +31,12 @@ const FieldguideChat = (function () {
     generate: "Writing the answer…",
   };
 
+  // A heading path holds each heading as written; an explicit id ("Install {#install}") is not
+  // text the reader sees on the page, so the breadcrumb leaves it out.
+  function breadcrumb(headingPath) {
+    return headingPath.map((title) => title.replace(/\s*\{#[^\s{}]+\}$/, "")).join(" › ");
+  }
+
   // ---- URLs ------------------------------------------------------------------------------
   function normalisePath(path) {
     const out = [];
@@ -125,7 +131,7 @@ const FieldguideChat = (function () {
     link.href = onService(turn.base, source.url || source.link) || "#";
     link.target = "_blank";
     link.rel = "noopener noreferrer";
-    link.title = (source.source || "") + ((source.heading_path || []).length ? " — " + source.heading_path.join(" › ") : "");
+    link.title = (source.source || "") + ((source.heading_path || []).length ? " — " + breadcrumb(source.heading_path) : "");
     for (const [event, on] of [["mouseenter", true], ["focus", true], ["mouseleave", false], ["blur", false]]) {
       link.addEventListener(event, () => highlightSource(turn, n, on));
     }
@@ -195,7 +201,7 @@ const FieldguideChat = (function () {
       link.textContent = source.source || "(unknown file)";
       const crumbs = doc.createElement("span");
       crumbs.className = "breadcrumb";
-      crumbs.textContent = (source.heading_path || []).length ? " — " + source.heading_path.join(" › ") : "";
+      crumbs.textContent = (source.heading_path || []).length ? " — " + breadcrumb(source.heading_path) : "";
       item.append(link, crumbs);
       const urls = source.image_urls || [];
       if (urls.length) {
