@@ -32,7 +32,8 @@ class ContextBlock(TypedDict):
     similarity: float | None
     rerank_score: float | None
     images: list[str]
-    context_role: NotRequired[str]  # "parent_intro": a hit subsection's parent intro, placed before it
+    context_role: NotRequired[str]  # "parent_intro": a hit subsection's parent intro, placed before it;
+    # "subsection": a subsection of a kept section that the cut left out, placed after it
     line_start: NotRequired[int]  # the source lines the block covers (for citations; not in result lines)
     line_end: NotRequired[int]
 

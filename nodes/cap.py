@@ -90,6 +90,33 @@ def names_the_docs_lack(state: dict, config) -> list[str]:
                          " ".join(questions_before(state)))
 
 
+def subsections_below_cut(kept: list[dict], ranked: list[dict], limit: int) -> list[dict]:
+    """Up to `limit` reranked candidates the cut left out that sit under a kept section (the same
+    file, the kept heading path extended), best first, marked `below_cut`.
+
+    A section that opens a topic often says little itself ("Immich supports the Cast protocol")
+    and leaves the how to its subsections ("Enable Google Cast Support"), which score lower
+    because the question's words are spread over both. Reassembly adds them only with the
+    budget left once the kept chunks, their parts and their parent intros are in, so they never
+    displace what the cut kept (docs/TUNING.md, "Subsections below the cut")."""
+    if limit <= 0:
+        return []
+    taken = {c["chunk_id"] for c in kept}
+    sections = [(c["source"], list(c.get("heading_path") or [])) for c in kept if c.get("chunk_type") != "note"]
+    below = []
+    for candidate in ranked:
+        path = list(candidate.get("heading_path") or [])
+        if candidate["chunk_id"] in taken or not any(
+                candidate["source"] == source and len(path) > len(head) and path[:len(head)] == head
+                for source, head in sections):
+            continue
+        below.append({**candidate, "below_cut": True})
+        taken.add(candidate["chunk_id"])
+        if len(below) == limit:
+            break
+    return below
+
+
 def pool_scores(ranked: list[dict], searched: list[dict]) -> list[float]:
     """One score per section for the margin's pool: its best rerank score, or, for a section
     whose every part fell under the similarity threshold, its best similarity (a question with
@@ -138,6 +165,7 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         if options.dedupe:
             kept = drop_near_duplicates(kept)
         kept = kept[: max(0, options.max_chunks)]
+        kept += subsections_below_cut(kept, ranked, options.max_chunks) if kept and options.use_reassembly else []
         abstain = not kept
         nearest = nearest_sections(ranked or state.get("search_results") or []) if abstain else []
     return {

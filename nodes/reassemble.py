@@ -4,7 +4,7 @@ A chunk that is one part of a split section ("part 2 of 3") is never handed to t
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the candidate parent intros come from the store in one round trip
 (`store.reassembly_parts`). Budget (`context_token_budget`, in the embedding tokenizer's tokens
-as stored in `token_count`) is spent in three passes:
+as stored in `token_count`) is spent in four passes:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
 2. their siblings, section by section in rank order, nearest part to a hit first;
@@ -12,7 +12,9 @@ as stored in `token_count`) is spent in three passes:
    of the parent's own body), shortest first, each only if it
    fits. Steps often sit in that introduction ("open Settings, click Show advanced
    settings") while the hit is the child below it. The intro is placed right before
-   the child's section and marked `context_role: "parent_intro"`.
+   the child's section and marked `context_role: "parent_intro"`;
+4. subsections of kept sections that the cut left out (`below_cut`, `nodes.cap`), best first,
+   each only if it fits, placed after their section and marked `context_role: "subsection"`.
 
 Parts that do not fit are recorded in `gaps` (read from the blocks by `ingest.parts`, as the
 prompt reads where to mark them). Parts
@@ -120,7 +122,7 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     # Pass 1: the ranked chunks themselves.
     for n, hit in enumerate(hits):
         gid, index = hit["group_id"], int(hit["part_index"])
-        if index in chosen[gid]:
+        if index in chosen[gid] or hit.get("below_cut"):
             continue
         cost = token_cost(hit)
         if n == 0 or used + cost <= budget:
@@ -142,10 +144,19 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
 
     # Pass 3: parent intros.
     intros = parent_intros(groups, chosen, budget - used, section_intros) if section_intros else {}
+    used += sum(token_cost(intro) for intro in intros.values())
+    # Pass 4: subsections of kept sections that scored below the cut (`nodes.cap`), while they fit.
+    below = {}
+    for hit in hits:
+        gid, index = hit["group_id"], int(hit["part_index"])
+        if hit.get("below_cut") and not chosen[gid] and used + token_cost(hit) <= budget:
+            chosen[gid].add(index)
+            used += token_cost(hit)
+            below[gid] = hit
 
     context = []
     for gid, parts in groups.items():
-        if not chosen[gid]:
+        if not chosen[gid] or gid in below:
             continue
         if gid in intros:
             context.append({**to_block(intros[gid]), "context_role": "parent_intro"})
@@ -160,7 +171,21 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
                 block["text"] = trim_overlap(previous["text"], part["text"])
             context.append(block)
             previous = part
+    for hit in below.values():  # each right after the last block of the section it belongs to
+        context.insert(after_section(context, hit), {**to_block(hit), "context_role": "subsection"})
     return context, section_gaps(context)
+
+
+def after_section(context: list[dict], record: dict) -> int:
+    """Where a subsection goes: after the last block of the same file whose heading path its own
+    extends (the end of the context when there is none)."""
+    path = list(record.get("heading_path") or [])
+    position = len(context)
+    for index, block in enumerate(context):
+        head = block["heading_path"]
+        if block["source"] == record["source"] and len(head) < len(path) and path[:len(head)] == head:
+            position = index + 1
+    return position
 
 
 def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], room: int,

@@ -130,3 +130,36 @@ def test_the_node_fetches_parent_intros_only_when_asked():
     resources = make_resources([parent, child])
     update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=False))
     assert [b["chunk_id"] for b in update["context"]] == ["c"] and resources.store.calls == []
+
+
+def test_subsections_below_the_cut_come_after_their_section_with_the_budget_left():
+    from nodes.cap import subsections_below_cut
+
+    section = record("cast", "The app can cast to a TV.", heading_path=("Casting",), token_count=10)
+    enable = record("enable", "Turn it on in Settings > Features > Cast.", heading_path=("Casting", "Enable"),
+                    chunk_type="subsection", token_count=10)
+    elsewhere = record("other", "Other page.", source="other.md", heading_path=("Casting", "Enable"),
+                       token_count=10)
+    unrelated = record("u", "Unrelated.", heading_path=("Sharing",), token_count=10)
+    kept = [hit(section, rerank_score=0.45), hit(unrelated, rerank_score=0.44)]
+    ranked = kept + [hit(elsewhere, rerank_score=0.40), hit(enable, rerank_score=0.39)]
+    below = subsections_below_cut(kept, ranked, limit=4)
+    assert [c["chunk_id"] for c in below] == ["enable"] and below[0]["below_cut"]  # same file only
+    assert subsections_below_cut(kept, ranked, limit=0) == []
+
+    context, _ = assemble(kept + below, [], 30, parts_of([]))
+    assert [(b["chunk_id"], b.get("context_role")) for b in context] == [
+        ("cast", None), ("enable", "subsection"), ("u", None)]
+    # it only takes what the kept chunks leave: with no room left it is not there
+    assert [b["chunk_id"] for b in assemble(kept + below, [], 20, parts_of([]))[0]] == ["cast", "u"]
+
+
+def test_a_subsection_below_the_cut_never_displaces_a_sibling_part_or_a_parent_intro():
+    from nodes.cap import subsections_below_cut
+
+    parts = split_section("g", ["first part", "second part"], token_count=10, heading_path=("Guide",))
+    sub = record("sub", "details", heading_path=("Guide", "Details"), chunk_type="subsection", token_count=10)
+    kept = [hit(parts[0])]
+    below = subsections_below_cut(kept, kept + [hit(sub, rerank_score=0.3)], limit=2)
+    context, _ = assemble(kept + below, [], 20, parts_of(parts))
+    assert [b["chunk_id"] for b in context] == ["g-p1", "g-p2"]  # the sibling part first
