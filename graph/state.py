@@ -112,6 +112,7 @@ class QueryState(TypedDict):
     threshold_results: NotRequired[list[Candidate]]
     rerank_results: NotRequired[list[Candidate]]
     cap_results: NotRequired[list[Candidate]]
+    below_cut: NotRequired[list[Candidate]]  # subsections of kept sections the cut left out (reassemble adds them last)
     # --- reassemble -------------------------------------------------------------------
     context: NotRequired[list[ContextBlock]]
     gaps: NotRequired[list[SectionGap]]

@@ -9,6 +9,9 @@ abstains. Otherwise a candidate stays when it scores at least
 `abstain_margin`, `rerank_min` and the margin unit come from the index's calibration
 (`fieldguide.calibration`) unless a request sets them.
 
+Apart from the kept candidates, `below_cut` passes on the subsections of kept sections that
+the cut left out (`subsections_below_cut`): `reassemble` adds them with the budget that is left.
+
 With `dedupe` on, a candidate whose text nearly repeats a better-ranked one (the same
 section copied into two pages, say) is dropped before the maximum is applied, so the
 slots and the budget go to distinct content.
@@ -165,11 +168,12 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         if options.dedupe:
             kept = drop_near_duplicates(kept)
         kept = kept[: max(0, options.max_chunks)]
-        kept += subsections_below_cut(kept, ranked, options.max_chunks) if kept and options.use_reassembly else []
+        below = subsections_below_cut(kept, ranked, options.max_chunks) if kept and options.use_reassembly else []
         abstain = not kept
         nearest = nearest_sections(ranked or state.get("search_results") or []) if abstain else []
     return {
         "cap_results": kept,
+        "below_cut": below,
         "abstain": abstain,
         "abstain_reason": reason if abstain else "",
         "nearest": nearest,

@@ -72,7 +72,7 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
                 parts, intros = resources_for(config).store.reassembly_parts(split, wanted)
             by_parent = {(source, tuple(path)): intro for (source, path, _), intro in zip(wanted, intros)}
             context, gaps = assemble(
-                hits, state.get("search_results") or [], options.context_token_budget,
+                hits + (state.get("below_cut") or []), state.get("search_results") or [], options.context_token_budget,
                 lambda group_id: parts.get(group_id, []),
                 (lambda requests: [by_parent.get((s, tuple(p))) for s, p, _ in requests]) if wanted else None)
         else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings

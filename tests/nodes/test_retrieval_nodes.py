@@ -113,6 +113,21 @@ def test_cap_applies_minimum_then_maximum():
     assert update["abstain"] is False
 
 
+def test_cap_passes_on_the_subsections_of_kept_sections_that_the_cut_left_out_apart():
+    ranked = [dict(cand("cast", 0.5, heading_path=("Casting",)), rerank_score=0.9),
+              dict(cand("other", 0.5, heading_path=("Sharing",)), rerank_score=0.85),
+              dict(cand("enable", 0.5, heading_path=("Casting", "Enable")), rerank_score=0.4),
+              dict(cand("elsewhere", 0.5, heading_path=("Sharing", "Links"), source="other.md"), rerank_score=0.3)]
+    update = cap({"rerank_results": ranked, "search_results": ranked},
+                 config_for(make_resources([]), rerank_min=0.5, max_chunks=1))
+    assert update["stages"]["cap"] == ["cast"]  # max_chunks bounds what the cut keeps
+    assert [c["chunk_id"] for c in update["below_cut"]] == ["enable"]
+    off = config_for(make_resources([]), rerank_min=0.5, max_chunks=1, use_reassembly=False)
+    assert cap({"rerank_results": ranked, "search_results": ranked}, off)["below_cut"] == []
+    nothing = cap({"rerank_results": ranked, "search_results": ranked}, config_for(make_resources([]), rerank_min=2))
+    assert nothing["abstain"] and nothing["below_cut"] == []
+
+
 def test_cap_drops_near_copies_before_the_maximum_when_asked():
     text = ("Open Settings, then Advanced, and press Reset budget cache to rebuild every cached value. "
             "This can take a while on a large budget file, and the app reloads when it is done.")
