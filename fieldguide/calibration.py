@@ -180,8 +180,9 @@ def calibrate(store, embeddings, reranker, term_stats, search_k: int = MARGIN_PO
     if not tops:  # an empty index: nothing to measure, nothing to find either
         return Calibration(0.0, 0.0, 0.0, 0.0, scorer_scale(reranker), chunks, 0)
     median_margin = statistics.median(margins)
+    floor = noise_floor(tops)
     return Calibration(
-        rerank_min=round(noise_floor(tops), 4),
+        rerank_min=round(floor, 4),
         abstain_margin=round(MARGIN_FACTOR * median_margin, 4),
         margin_unit=round(median_margin, 4),
         screen_share=round(screen / chunks, 4),
@@ -189,7 +190,7 @@ def calibrate(store, embeddings, reranker, term_stats, search_k: int = MARGIN_PO
         chunks=chunks,
         probes=len(tops),
         probe_top={"median": round(statistics.median(tops), 4), "q90": round(_quantile(tops, 0.9), 4),
-                   "max": round(max(tops), 4), "outliers": sum(1 for top in tops if top > noise_floor(tops))},
+                   "max": round(max(tops), 4), "outliers": sum(1 for top in tops if top > floor)},
         probe_margin={"median": round(median_margin, 4), "q75": round(_quantile(margins, 0.75), 4),
                       "max": round(max(margins), 4)},
     )
