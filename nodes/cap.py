@@ -37,6 +37,7 @@ from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
 from fieldguide.names import unknown_names
 from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
 from nodes.condense import earlier_questions
+from nodes.reassemble import under_section
 
 NEAREST_SECTIONS = 3
 DUPLICATE_OVERLAP = 0.8  # Jaccard of word trigrams; on the dev corpus copies sit at 0.8-1.0, nearly all other pairs below 0.5
@@ -105,13 +106,10 @@ def subsections_below_cut(kept: list[dict], ranked: list[dict], limit: int) -> l
     if limit <= 0:
         return []
     taken = {c["chunk_id"] for c in kept}
-    sections = [(c["source"], list(c.get("heading_path") or [])) for c in kept if c.get("chunk_type") != "note"]
+    sections = [c for c in kept if c.get("chunk_type") != "note"]
     below = []
     for candidate in ranked:
-        path = list(candidate.get("heading_path") or [])
-        if candidate["chunk_id"] in taken or not any(
-                candidate["source"] == source and len(path) > len(head) and path[:len(head)] == head
-                for source, head in sections):
+        if candidate["chunk_id"] in taken or not any(under_section(candidate, section) for section in sections):
             continue
         below.append({**candidate, "below_cut": True})
         taken.add(candidate["chunk_id"])

@@ -176,14 +176,18 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     return context, section_gaps(context)
 
 
+def under_section(record: dict, section: dict) -> bool:
+    """Whether `record` sits under `section`: the same file, the section's heading path extended."""
+    path, head = list(record.get("heading_path") or []), list(section.get("heading_path") or [])
+    return record["source"] == section["source"] and len(path) > len(head) and path[:len(head)] == head
+
+
 def after_section(context: list[dict], record: dict) -> int:
-    """Where a subsection goes: after the last block of the same file whose heading path its own
-    extends (the end of the context when there is none)."""
-    path = list(record.get("heading_path") or [])
+    """Where a subsection goes: after the last block of the section it sits under (the end of the
+    context when there is none)."""
     position = len(context)
     for index, block in enumerate(context):
-        head = block["heading_path"]
-        if block["source"] == record["source"] and len(head) < len(path) and path[:len(head)] == head:
+        if under_section(record, block):
             position = index + 1
     return position
 
