@@ -4,7 +4,7 @@ questions (the gaps seeds' "far" turns) and for a corpus's answerable questions.
     python benchmarks/bench_far_ranking.py --collection AB --seed tests/fixtures/gaps/seed_turns.jsonl \\
         --questions ../shared/corpora/actual-budget/questions.jsonl [--lexical-weight 0.35 0.0]
 
-Candidates are those `fieldguide gaps` searches (`BroadSearch`: 30 dense and 30 hybrid), each
+Candidates are those `fieldguide gaps` searches (`BroadSearch.candidates`: 30 dense and 30 hybrid), each
 scored as cosine + W x the relative BM25 score (the offline scorer, `LexicalFallbackScorer`),
 best score per section. Prints, per question set and weight, the mean reciprocal rank of the
 gold section (gold file, heading path at or below the gold's) and the shares ranked 1st-3rd and
@@ -34,6 +34,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from fieldguide.embedding import embed_questions
+    from fieldguide.gaps import BroadSearch
     from fieldguide.reranker import LexicalFallbackScorer
     from fieldguide.retrieval import open_resources
     from fieldguide.settings import Settings
@@ -42,15 +43,12 @@ def main() -> int:
     sets = {"far-worded": [r for r in read(args.seed) if r.get("group") == "far"],
             "questions": [r for r in read(args.questions) if r.get("answerable", True)]}
     with open_resources(Settings(collection=args.collection)) as resources:
-        store, stats = resources.store, resources.term_stats
+        broad, stats = BroadSearch(resources, k=args.k), resources.term_stats
         for name, rows in sets.items():
             vectors = embed_questions(resources.embeddings, [r["question"] for r in rows])
             ranks: dict[float, list[int | None]] = {w: [] for w in args.lexical_weight}
             for row, vector in zip(rows, vectors):
-                pool = {c["chunk_id"]: c for c in store.near_vector(vector, args.k)}
-                for c in store.hybrid(row["question"], vector, args.k):
-                    pool.setdefault(c["chunk_id"], c)
-                candidates = list(pool.values())
+                candidates = broad.candidates(row["question"], vector)
                 for weight in args.lexical_weight:
                     scores = LexicalFallbackScorer(weight).score(row["question"], candidates, term_stats=stats)
                     best: dict[tuple[str, tuple[str, ...]], float] = {}

@@ -419,20 +419,24 @@ class BroadSearch:
             self._headings = dict(counts)
         return self._headings
 
+    def candidates(self, question: str, vector: Sequence[float]) -> list[dict]:
+        """The broader pool of one wording: `k` dense and `k` hybrid candidates, each chunk once."""
+        store = self.resources.store
+        pool = {c["chunk_id"]: c for c in store.near_vector(vector, self.k)}
+        for c in store.hybrid(question, vector, self.k):
+            pool.setdefault(c["chunk_id"], c)
+        return list(pool.values())
+
     def search(self, questions: Sequence[str],
                vectors: Sequence[Sequence[float]]) -> tuple[list[dict], list[list[dict]]]:
         """(sections with the best score any of `questions` gave them, best first by that score
         and their page's support (`page_supported`); each question's own sections, ranked the
         same way by the scores that question gave them)."""
-        store = self.resources.store
         scorer = self.resources.reranker
         best: dict[tuple[str, tuple[str, ...]], float] = {}
         each = []
         for question, vector in zip(questions, vectors):
-            candidates = {c["chunk_id"]: c for c in store.near_vector(vector, self.k)}
-            for c in store.hybrid(question, vector, self.k):
-                candidates.setdefault(c["chunk_id"], c)
-            pool = list(candidates.values())
+            pool = self.candidates(question, vector)
             if not pool:
                 continue
             own: dict[tuple[str, tuple[str, ...]], float] = {}
