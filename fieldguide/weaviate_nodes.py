@@ -79,10 +79,13 @@ def is_node_failure(exc: BaseException) -> bool:
     except ImportError:
         pass
     text = str(exc)
-    # the last two: a surviving node answers 500 while its link to a peer that died is torn down
+    # "the client connection is closing", "Socket closed": a surviving node answers 500 while its
+    # link to a peer that died is torn down; "non-existing index": a node that has read its schema
+    # but is still loading the collections' shards (the first seconds after a start)
     return any(marker in text for marker in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "failed to connect",
                                              "Connection refused", "connection refused",
-                                             "the client connection is closing", "Socket closed"))
+                                             "the client connection is closing", "Socket closed",
+                                             "tried to browse non-existing index"))
 
 
 class NodeSet:
