@@ -25,9 +25,15 @@ CALENDAR_WORDS = frozenset(
     "august september october november december".split())
 
 
+# A word with this many digits is a value the reader typed (an archive number, a file name, a
+# code: "my labels say DOC00042"), not the name of a thing: the docs show the pattern, never the value.
+VALUE_DIGITS = 3
+
+
 def names_in(question: str) -> list[str]:
     """The words a reader writes as names: capitalised past the start of a sentence, or with two
-    capitals or more anywhere (HIPAA, YubiKey, macOS); never "I" nor a day or month."""
+    capitals or more anywhere (HIPAA, YubiKey, macOS); never "I", a day or month, nor a value
+    with digits (DOC00042)."""
     found = []
     for match in _NAME.finditer(question):
         word = match.group(0).strip("'’-")
@@ -35,6 +41,8 @@ def names_in(question: str) -> list[str]:
         opens_sentence = not before or before[-1] in _OPENS_SENTENCE
         capitals = sum(c.isupper() for c in word)
         if re.split("['’]", word)[0] == "I" or stem(word.lower()) in CALENDAR_WORDS:  # I, I'm; Mondays
+            continue
+        if sum(c.isdigit() for c in word) >= VALUE_DIGITS:  # DOC00042, INV2024: a value the reader typed
             continue
         if capitals >= 2 or (capitals == 1 and word[0].isupper() and not opens_sentence):
             found.append(word)

@@ -205,6 +205,9 @@ def test_names_are_the_words_a_reader_capitalises_past_a_sentence_start_or_twice
     # sentence starts, "I" and the calendar are no names
     assert names_in("We shipped last Tuesday. Can I line up Mondays with the May report?") == []
     assert names_in('And then? "Where" is it?') == []
+    # values the reader typed are no names: the docs show their pattern, never the value itself
+    assert names_in("What if my labels say DOC00042 instead, as on INV-2024-17?") == []
+    assert names_in("Could it live in an S3 bucket?") == ["S3"]
 
 
 def test_unknown_names_are_the_ones_no_chunk_holds_and_the_conversation_did_not_use():
