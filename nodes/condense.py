@@ -39,12 +39,17 @@ CARRIED_TERMS = 8
 MAX_REWRITE_CHARS = 400
 REWRITE_TOKENS = 80
 _OPENS_WITH_LINK = re.compile(
-    r"^\W*(?:and|also|so|but|then|ok(?:ay)?|nice|thanks|great|cool|what about|how about|what if|and if|"
+    r"^\W*(?:and|or|also|so|but|then|only|just|even|except|unless|ok(?:ay)?|nice|thanks|great|cool|what about|"
+    r"how about|what if|and if|"
     r"same (?:for|with)|is that|does that|can that|will that|would that|why not)\b", re.IGNORECASE)
 _POINTS_BACK = re.compile(
     r"\b(?:it|its|it's|itself|they|them|their|theirs|those|these|ones|there)\b|"
     r"\b(?:that|this) (?:way|one|option|setting|feature|button|menu|screen|page|field|step|case)\b|"
-    r"\b(?:do|does|did|is|was|can|will|would|about|like|with|from|for|of|on|in|into|under|to) (?:that|this)\b|"
+    r"\b(?:do|does|did|is|are|was|were|has|have|can|could|will|would|should|might|may|must|about|like|with|from|"
+    r"for|of|on|in|into|under|to|use|using) (?:that|this)\b|"
+    r"\b(?:that|this) (?!(?:the|a|an|my|your|our|their|his|her|its|it|i|you|we|they|he|she|there|is|was|"
+    r"everyone|everybody|someone|somebody|anyone|anybody|nobody|people|all|each|one|none|week|month|year|day|"
+    r"morning|evening|time|way)\b)[a-z]+[^s\W]\b|\bthough\b|"
     r"\b(?:that|this)\s*[?.!,]|\b(?:that|this) (?:on|off|up|down|back|out|away|again)\b|\bthe same\b|"
     r"\bone of (?:them|those|these)\b|\b(?:too|as well|either|then|instead|also)\s*[?.!]*\s*$", re.IGNORECASE)
 _THERE_IS = re.compile(r"\bthere (?:is|are|was|were|will|'s)\b|\b(?:is|are|was|were) there\b", re.IGNORECASE)

@@ -20,6 +20,12 @@ PREVIOUS_CONTEXT = [{"chunk_id": "x", "source": "budgeting/categories.md", "rera
     "Where do I turn that off for just one payee?",
     "What if I need to edit one of them anyway?",
     "And the price?",
+    "Or could I skip the bin completely?",
+    "Only for people coming in through the proxy, though, not for everyone?",
+    "Could that be why some visitors aren't showing up?",
+    "Can I also use that to compare today with yesterday?",
+    "Could that folder live on another disk?",
+    "Can I export that path view as an image?",
 ])
 def test_questions_that_lean_on_the_previous_turn(question):
     assert leans_on_previous(question)
@@ -29,6 +35,9 @@ def test_questions_that_lean_on_the_previous_turn(question):
     "How do I export my budget as a CSV file?",
     "Which field holds the number of life jackets?",
     "Is there a dark mode in the settings page?",
+    "Where can I set a greeting that everyone sees on the sign-in page?",
+    "Is there a setting that hides archived accounts?",
+    "When I compare this week with last year, do the weekdays line up?",
 ])
 def test_questions_that_stand_on_their_own(question):
     assert not leans_on_previous(question)
