@@ -6,11 +6,20 @@ section's identity (group and chunk ids derive from it) and what result lines re
 heading path taken from the source file matches it. An explicit id (`{#install}`, the
 attribute list of mkdocs, Docusaurus and Pandoc) is not text a reader sees: the rendered page
 shows "Installing", and that is what is embedded, scored, shown in sources and quoted to the
-model (`heading_label`).
+model (`heading_label`). Inline Markdown in a heading is rendered as text the same way: a
+link shows its text, an image its alt text, a code span its code, emphasis its words, and an
+HTML tag (a Docusaurus badge, an anchor) nothing. `### Storage [(External Libraries)](/docs/x)`
+reads "Storage (External Libraries)": the link's target is no word of the heading.
 """
 from __future__ import annotations
 
+import re
 from typing import Iterable
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+_EMPHASIS = re.compile(r"(?<![\w*])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?![\w*])")
 
 
 def split_heading_id(title: str) -> tuple[str, str | None]:
@@ -23,8 +32,30 @@ def split_heading_id(title: str) -> tuple[str, str | None]:
 
 
 def heading_label(title: str) -> str:
-    """The heading as the rendered page shows it: "Installing {#install}" reads "Installing"."""
-    return split_heading_id(title)[0]
+    """The heading as the rendered page shows it: "Installing {#install}" reads "Installing",
+    "[`PAPERLESS_REDIS=<url>`](#PAPERLESS_REDIS)" reads "PAPERLESS_REDIS=<url>"."""
+    return rendered_text(split_heading_id(title)[0])
+
+
+def rendered_text(markdown: str) -> str:
+    """Inline Markdown as the page shows it (see the module doc); code spans are kept as written."""
+    if not any(mark in markdown for mark in "`[*_<"):
+        return markdown
+    markdown = _IMAGE_OR_LINK.sub(r"\1", markdown)  # a link's text may hold a code span: links first
+    pieces, last = [], 0
+    for match in _CODE_SPAN.finditer(markdown):  # code is shown as written: no emphasis, no tags in it
+        pieces.append(_render_prose(markdown[last:match.start()]))
+        pieces.append(match.group(2).strip())
+        last = match.end()
+    pieces.append(_render_prose(markdown[last:]))
+    return " ".join("".join(pieces).split())
+
+
+def _render_prose(text: str) -> str:
+    text = _HTML_TAG.sub(" ", text)
+    for _ in range(2):  # **_nested_** emphasis
+        text = _EMPHASIS.sub(r"\2", text)
+    return text
 
 
 def heading_labels(heading_path: Iterable[str] | None) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = "3"  # 3: heading paths keep an explicit {#id} as written
+CHUNKER_VERSION = "4"  # 3: heading paths keep an explicit {#id} as written; 4: breadcrumbs render inline Markdown
 
 # Field order of the public record (`fieldguide chunks`, the store, result lines).
 RECORD_FIELDS = (

@@ -9,12 +9,28 @@ from fieldguide.headings import breadcrumb, heading_label, split_heading_id
 def test_an_explicit_id_is_split_from_the_heading_text():
     assert split_heading_id("Installing {#install}") == ("Installing", "install")
     assert heading_label("File name handling {#file-name-handling}") == "File name handling"
-    assert heading_label("`PAPERLESS_OCR_CLEAN=<mode>` {#PAPERLESS_OCR_CLEAN}") == "`PAPERLESS_OCR_CLEAN=<mode>`"
+    assert heading_label("`PAPERLESS_OCR_CLEAN=<mode>` {#PAPERLESS_OCR_CLEAN}") == "PAPERLESS_OCR_CLEAN=<mode>"
     # not an id: braces inside the text, a blank inside, an empty id, no closing brace
     for title in ("Use {#x} in a template", "Set {#not an id}", "Empty {#}", "Open {#brace"):
         assert split_heading_id(title) == (title, None)
     assert breadcrumb(["Setup {#setup}", "Installing {#install}"]) == "Setup > Installing"
     assert breadcrumb(["Setup {#setup}"], " › ") == "Setup"
+
+
+def test_inline_markdown_in_a_heading_reads_as_the_page_shows_it():
+    """A link shows its text (its target is no word of the heading), code its code as written,
+    emphasis its words, an HTML tag nothing."""
+    assert heading_label("Additional Storage [(External Libraries)](/docs/features/libraries)") == \
+        "Additional Storage (External Libraries)"
+    assert heading_label("[`PAPERLESS_REDIS=<url>`](#PAPERLESS_REDIS) {#PAPERLESS_REDIS}") == "PAPERLESS_REDIS=<url>"
+    assert heading_label("The `config.yml` **options** and _why_") == "The config.yml options and why"
+    assert heading_label("Casting <Badge text=\"beta\" /> to a TV") == "Casting to a TV"
+    # what is no markup stays: identifiers with underscores, arithmetic, a language's name
+    assert heading_label("PAPERLESS_REDIS_PREFIX and snake_case") == "PAPERLESS_REDIS_PREFIX and snake_case"
+    assert heading_label("2 * 3 = 6 in C++ and C#") == "2 * 3 = 6 in C++ and C#"
+    assert breadcrumb(["Cast [support](cast.md)", "`cast.enabled`"]) == "Cast support > cast.enabled"
+    assert document_words(["Storage [Template](/docs/administration/storage-template.mdx)"], "") == \
+        document_words(["Storage Template"], "")
 
 
 def test_the_scorer_reads_the_same_words_with_or_without_an_id():
