@@ -12,7 +12,11 @@ instead (`fieldguide.bm25`).
 """
 from __future__ import annotations
 
+import re
+
 from fieldguide.words import words
+
+_LINK_TARGET = re.compile(r"(!?\[[^\]]*\])\([^)]*\)")  # a Markdown link's target: the reader sees its text only
 
 STOPWORDS = frozenset(
     """a about above after again all also am an and any are as at be been before being below between both
@@ -36,3 +40,10 @@ def stem(word: str) -> str:
 def terms(text: str) -> set[str]:
     """The stemmed content words of `text`."""
     return {stem(w) for w in words(text) if w not in STOPWORDS and len(w) > 1}
+
+
+def content_word_count(text: str) -> int:
+    """How long a text reads: its words of three characters or more that open with a letter and
+    are no stop word, link targets left out. The answer's length target counts words this way, so
+    the evidence budget does too: a table's pipes, a list's numbers and "the" cost nothing."""
+    return sum(1 for w in words(_LINK_TARGET.sub(r"\1", text)) if len(w) > 2 and w[0].isalpha() and w not in STOPWORDS)

@@ -141,8 +141,9 @@ class Settings(BaseSettings):
         "comes from first, then the others in context order; 0: the whole context). Unset: 300 for the local "
         "GGUF model, whose time to first token is mostly reading its prompt; 0 for an OpenAI-compatible endpoint.")
     evidence_words: int = Field(
-        180, description="Words of verbatim evidence quoted at the top of an answer for each thing the question "
-        "asks (half as many for a second and third ask; at least one unit).")
+        120, description="Words of verbatim evidence quoted at the top of an answer for each thing the question "
+        "asks (a quarter as many for a second and third ask; at least one unit), counted as a reader counts "
+        "length: words of three letters or more that say something, not \"the\" nor a table's pipes.")
     condense: str = Field(
         "auto", description="How a follow-up becomes a standalone question: `model` (the chat model rewrites it), "
         "`rules` (deterministic: the previous question's key terms are carried over), `off`, or `auto` "

@@ -103,7 +103,7 @@ class QueryOptions(BaseModel):
         "evidence's first; 0: the whole context); unset: 300 for the local model, 0 for an endpoint's.")
     evidence_words: int | None = Field(
         None, ge=1, le=2000, description="Words of verbatim evidence quoted at the top of an answer, per thing "
-        "the question asks (half as many for a second and third ask).")
+        "the question asks (a quarter as many for a second and third ask); content words, not \"the\" nor pipes.")
     condense: Literal["auto", "model", "rules", "off"] | None = Field(
         None, description="How a follow-up becomes a standalone question: model, rules, off, or auto "
         "(model with an OpenAI-compatible endpoint, else rules).")

@@ -17,9 +17,11 @@ laid out in document order, one quoted passage per run of neighbours, each endin
 citation marker of its block, and nothing inside a passage is reworded.
 
 The word budget is `evidence_words` for each thing the question asks, the second and third
-at half that (`evidence_budget`): "Where do I create a funnel, and is there a limit to its
-steps?" needs two passages where "How do I create a funnel?" needs one, and a one-ask
-answer stays short.
+at a quarter of that (`evidence_budget`): "Where do I create a funnel, and is there a limit to
+its steps?" needs two passages where "How do I create a funnel?" needs one, and a one-ask
+answer stays short. Words are counted as a reader counts an answer's length
+(`content_word_count`: no "the", no table pipes, no link targets), so the budget is the
+length limit itself: 120 per ask keeps the median answer within 120 words on any docs.
 
 The evidence is known as soon as retrieval ends: generate streams it before the model's
 first token.
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 
 from langchain_core.runnables import RunnableConfig
 
-from fieldguide.content_words import terms
+from fieldguide.content_words import content_word_count, terms
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
 from nodes.condense import own_part
 from nodes.quotable import Unit, context_units, looks_like_instruction
@@ -45,7 +47,7 @@ LABEL_WEIGHT = 0.5  # a term found only in the unit's heading label counts half
 KEEP_RATIO = 0.5   # a further unit must score at least this share of the first
 MAX_PASSAGES = 7
 MAX_ASKS = 3  # asks beyond this add no budget
-EXTRA_ASK_SHARE = 0.5  # budget of each further ask, as a share of the first's
+EXTRA_ASK_SHARE = 0.25  # budget of each further ask, as a share of the first's
 ANNOUNCED_UNITS = 6  # list items or rows taken after a unit that ends with ":"
 ADJACENT_BONUS = 0.2  # for a unit right beside a chosen one in its paragraph, list or table
 COVERED_FACTOR = 0.3  # what a question term still counts once a chosen unit has it
@@ -71,7 +73,7 @@ def asks(question: str) -> int:
 
 
 def evidence_budget(question: str, words_per_ask: int) -> int:
-    """Words of evidence for a question: `words_per_ask` for its first ask, half that for each further one."""
+    """Words of evidence for a question: `words_per_ask` for its first ask, a quarter of that for each further one."""
     return round(words_per_ask * (1 + EXTRA_ASK_SHARE * (asks(question) - 1)))
 
 
@@ -89,7 +91,8 @@ class ScoredUnit:
 
 
 def unit_words(unit: Unit) -> int:
-    return len(unit.text.split())
+    """What quoting the unit costs of the word budget: its content words (see the module doc)."""
+    return content_word_count(unit.text)
 
 
 def score_units(question: str, units: list[Unit], blocks: list[dict], question_vector=None,

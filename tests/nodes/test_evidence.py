@@ -2,7 +2,8 @@
 neighbours that complete it."""
 from fakes import FakeEmbeddings
 from nodes.condense import condense_by_rules
-from nodes.evidence import asks, choose, evidence_budget, evidence_markdown, score_units, select_evidence
+from nodes.evidence import (asks, choose, evidence_budget, evidence_markdown, score_units, select_evidence,
+                            unit_words)
 from nodes.quotable import context_units, split_sentences, split_units
 
 TABLE_DOC = """## Booking form fields
@@ -109,11 +110,11 @@ def test_a_question_in_two_parts_gets_both_parts():
     assert "imported payee" in joined and "balance to another category" in joined
 
 
-def test_each_further_ask_of_a_question_adds_half_a_budget():
+def test_each_further_ask_of_a_question_adds_a_quarter_of_a_budget():
     assert asks("How do I create a funnel?") == 1
-    assert evidence_budget("How do I create a funnel?", 180) == 180
+    assert evidence_budget("How do I create a funnel?", 120) == 120
     two = "Where do I create a checkout funnel, and is there a limit to how many steps I can add?"
-    assert asks(two) == 2 and evidence_budget(two, 180) == 270
+    assert asks(two) == 2 and evidence_budget(two, 120) == 150
     assert asks("Where is the export? What does it hold?") == 2
     assert asks("Where is the export? And what does it hold?") == 2
     assert asks("Why? How? Where? When? What?") == 3  # capped: a list of asks is not a request for the page
@@ -143,3 +144,15 @@ def test_an_announced_list_is_followed_into_the_next_part_of_its_section():
     texts = [u.text for u in units]
     assert texts[-2:] == ["1. The synced transaction is kept.", "2. Otherwise the earlier one is kept."]
     assert evidence_markdown(units).count("[2]") == 1
+
+
+def test_the_budget_counts_the_words_a_reader_counts():
+    """Quoting costs content words: a table's pipes and numbers, "the", "is" and a link's target cost
+    nothing, so the budget is the answer's length as the length target counts it."""
+    from fieldguide.content_words import content_word_count
+
+    assert content_word_count("| Category | Amount |\n| --- | ---: |\n| Savings | 50 |") == 3
+    assert content_word_count("The export is in the [settings page](../settings/export-and-backup.md#export).") == 3
+    assert content_word_count("Schedules can be posted early.") == 3
+    row = next(u for u in split_units(TABLE_DOC, label="Form") if u.kind == "row")
+    assert row.kind == "row" and unit_words(row) == content_word_count(row.text) < len(row.text.split())
