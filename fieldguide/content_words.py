@@ -45,5 +45,7 @@ def terms(text: str) -> set[str]:
 def content_word_count(text: str) -> int:
     """How long a text reads: its words of three characters or more that open with a letter and
     are no stop word, link targets left out. The answer's length target counts words this way, so
-    the evidence budget does too: a table's pipes, a list's numbers and "the" cost nothing."""
-    return sum(1 for w in words(_LINK_TARGET.sub(r"\1", text)) if len(w) > 2 and w[0].isalpha() and w not in STOPWORDS)
+    the evidence budget does too: a table's pipes, a list's numbers and "the" cost nothing. Outside
+    ASCII every word counts (a Han character is a word of its own, see `fieldguide.words`)."""
+    return sum(1 for w in words(_LINK_TARGET.sub(r"\1", text))
+               if w[0].isalpha() and (not w.isascii() or (len(w) > 2 and w not in STOPWORDS)))
