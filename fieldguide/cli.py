@@ -7,8 +7,10 @@ dependencies inside `run`, so `fieldguide chunks` never pays for torch or Weavia
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import sys
+import warnings
 
 COMMANDS = ["chunks", "ingest", "retrieve", "ask", "mcp", "serve", "eval", "gaps", "bench", "weaviate"]
 
@@ -24,7 +26,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _no_leak_reports_at_exit() -> None:
+    # weaviate-client turns every warning category on when it is imported (`simplefilter("default")`),
+    # so the files llama-cpp-python keeps open on /dev/null for the process's life were reported as
+    # leaks on stderr when it ended; they are closed by the exit itself.
+    warnings.simplefilter("ignore", ResourceWarning)
+
+
 def main(argv: list[str] | None = None) -> int:
+    atexit.register(_no_leak_reports_at_exit)
     args = build_parser().parse_args(argv)
     try:
         return int(args._module.run(args) or 0)

@@ -119,6 +119,7 @@ def test_ask_batch_writes_answer_lines_for_questions_and_conversation_turns(smal
                            "--collection", small_corpus.collection], capture_output=True, text=True, env=env,
                           timeout=900)
     assert done.returncode == 0, done.stderr
+    assert "ResourceWarning" not in done.stderr  # nothing but progress reaches the terminal
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["q1", "c1#1", "c1#2"]
     for line in lines:
