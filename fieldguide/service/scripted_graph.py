@@ -40,9 +40,9 @@ DEFAULT_CONTEXT = [
         "part_index": 1,
         "part_count": 1,
         "source": "screens/booking-form.md",
-        # an explicit heading id, as mkdocs and Docusaurus headings carry: kept in the path, left out
-        # of every breadcrumb a reader sees
-        "heading_path": ["Booking form", "Fields {#fields}"],
+        # inline Markdown and an explicit heading id, as mkdocs and Docusaurus headings carry: kept in
+        # the path as written; every breadcrumb a reader sees shows the heading as the page does
+        "heading_path": ["Booking form", "**Fields** of the [form](booking-form.md) {#fields}"],
         "chunk_type": "subsection",
         "content_kind": "screen",
         "text": "The booking form has the fields Boat, Start, Duration, Skipper and Deposit.",

@@ -31,10 +31,27 @@ const FieldguideChat = (function () {
     generate: "Writing the answer…",
   };
 
-  // A heading path holds each heading as written; an explicit id ("Install {#install}") is not
-  // text the reader sees on the page, so the breadcrumb leaves it out.
+  // A heading path holds each heading as written; the breadcrumb shows it as the page does (the
+  // same rules as fieldguide/headings.py): no explicit id ("Install {#install}"), a link's text
+  // without its target, code as written, emphasis as its words, no HTML tags.
+  const EMPHASIS = /(?<![\w*])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?![\w*])/g;
+
+  function renderProse(text) {
+    let out = text.replace(/<\/?[A-Za-z][^<>]*>/g, " ");
+    for (let i = 0; i < 2; i += 1) out = out.replace(EMPHASIS, "$2");  // **_nested_** emphasis
+    return out;
+  }
+
+  function headingLabel(title) {
+    const text = title.replace(/\s*\{#[^\s{}]+\}$/, "").replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1");
+    // split keeps the captures: prose, backticks, code, prose, ...
+    const pieces = text.split(/(`+)(.+?)\1/);
+    return pieces.map((piece, i) => (i % 3 === 0 ? renderProse(piece) : i % 3 === 2 ? piece.trim() : ""))
+      .join("").split(/\s+/).filter(Boolean).join(" ");
+  }
+
   function breadcrumb(headingPath) {
-    return headingPath.map((title) => title.replace(/\s*\{#[^\s{}]+\}$/, "")).join(" › ");
+    return headingPath.map(headingLabel).join(" › ");
   }
 
   // ---- URLs ------------------------------------------------------------------------------

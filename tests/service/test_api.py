@@ -63,7 +63,7 @@ def test_sources_carry_the_citation_numbers_and_done_the_citations_the_answer_us
     assert sources[0]["url"] == "/docs-assets/screens/booking-form.md#L5-L12"
     done = events[-1].json
     assert done["citations"] == [{"n": 1, "chunk_id": "screens/booking-form.md#new-booking",
-                                  "source": "screens/booking-form.md", "heading_path": ["Booking form", "Fields {#fields}"],
+                                  "source": "screens/booking-form.md", "heading_path": ["Booking form", "**Fields** of the [form](booking-form.md) {#fields}"],
                                   "line_start": 5, "line_end": 12, "url": sources[0]["url"]}]
     assert client.get(base + sources[0]["url"].split("#")[0]).status_code == 200
 
@@ -73,7 +73,7 @@ def test_sources_give_breadcrumbs_and_resolved_image_urls(fast_server, client):
     events = read_stream(client, fast_server, started["stream_url"])
     (sources,) = [e.json["sources"] for e in events if e.event == "sources"]
     assert sources[0]["source"] == "screens/booking-form.md"
-    assert sources[0]["heading_path"] == ["Booking form", "Fields {#fields}"]
+    assert sources[0]["heading_path"] == ["Booking form", "**Fields** of the [form](booking-form.md) {#fields}"]
     assert sources[0]["images"] == ["images/booking-form.svg"]
     assert sources[0]["image_urls"] == ["/docs-assets/screens/images/booking-form.svg"]
     image = client.get(fast_server + sources[0]["image_urls"][0])

@@ -44,7 +44,7 @@ def test_search_docs_returns_chunks_with_breadcrumb_source_url_and_score(mcp_url
     found = result.structured_content
     assert found["found"] is True and found["query"] == "booking form fields"
     (hit,) = found["hits"]
-    assert hit["source"] == "screens/booking-form.md" and hit["breadcrumb"] == "Booking form › Fields"
+    assert hit["source"] == "screens/booking-form.md" and hit["breadcrumb"] == "Booking form › Fields of the form"
     assert hit["url"] == "/docs-assets/screens/booking-form.md"
     assert hit["resource"] == "fieldguide://docs/screens/booking-form.md"
     assert hit["score"] == 3.2 and hit["similarity"] == 0.71 and hit["text"]

@@ -44,7 +44,7 @@ def test_a_completion_carries_the_answer_and_its_citations(client, openai_server
     assert response.choices[0].finish_reason == "stop"
     (citation,) = response.model_extra["citations"]
     assert citation["n"] == 1 and citation["source"] == "screens/booking-form.md"
-    assert citation["heading_path"] == ["Booking form", "Fields {#fields}"]
+    assert citation["heading_path"] == ["Booking form", "**Fields** of the [form](booking-form.md) {#fields}"]
     # absolute (a client opens it), at the cited lines, as the answer's marker [1] names it
     assert citation["url"] == openai_server + "/docs-assets/screens/booking-form.md#L5-L12"
     assert citation["chunk_id"] == "screens/booking-form.md#new-booking" and "[1]" in DEFAULT_ANSWER
