@@ -32,7 +32,7 @@ if [ ! -x "$UV" ]; then
   [ -x "$UV" ] || "$STUDIO_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.5"
 fi
 source scripts/uv-env.sh
-llama_wheel=$(llama_cpp_wheel "$STUDIO_PY")
+llama_wheel=$(llama_cpp_wheel "$PYTHON")
 [ -f "$llama_wheel" ] || { echo "building llama-cpp-python failed" >&2; exit 1; }
 "$UV" pip install --quiet --python "$STUDIO_PY" "$llama_wheel" -e ".[studio]"
 "$UV" pip check --quiet --python "$STUDIO_PY" >/dev/null || { "$UV" pip check --python "$STUDIO_PY" >&2; exit 1; }

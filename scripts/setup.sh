@@ -41,7 +41,7 @@ source scripts/uv-env.sh
 # compiles; then everything else, with that wheel.
 .venv/bin/uv pip install --quiet --python "$VENV_PY" "$(pyproject_requirement torch)" &
 torch_job=$!
-llama_wheel=$(llama_cpp_wheel "$VENV_PY")
+llama_wheel=$(llama_cpp_wheel "$PYTHON")
 [ -f "$llama_wheel" ] || { echo "building llama-cpp-python failed" >&2; exit 1; }
 wait "$torch_job" || { echo "installing torch failed" >&2; exit 1; }
 if [ "$WITH_TEST" = 1 ]; then
