@@ -27,8 +27,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from fieldguide.headings import heading_labels
 
+from fieldguide.headings import heading_labels
 from fieldguide.words import words
 
 K1 = 1.2

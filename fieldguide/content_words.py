@@ -12,11 +12,7 @@ instead (`fieldguide.bm25`).
 """
 from __future__ import annotations
 
-import re
-
-from fieldguide.words import words
-
-_LINK_TARGET = re.compile(r"(!?\[[^\]]*\])\([^)]*\)")  # a Markdown link's target: the reader sees its text only
+from fieldguide.words import link_texts, words
 
 STOPWORDS = frozenset(
     """a about above after again all also am an and any are as at be been before being below between both
@@ -47,5 +43,5 @@ def content_word_count(text: str) -> int:
     are no stop word, link targets left out. The answer's length target counts words this way, so
     the evidence budget does too: a table's pipes, a list's numbers and "the" cost nothing. Outside
     ASCII every word counts (a Han character is a word of its own, see `fieldguide.words`)."""
-    return sum(1 for w in words(_LINK_TARGET.sub(r"\1", text))
+    return sum(1 for w in words(link_texts(text))
                if w[0].isalpha() and (not w.isascii() or (len(w) > 2 and w not in STOPWORDS)))

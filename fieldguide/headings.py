@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from fieldguide.words import link_texts
+
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _EMPHASIS = re.compile(r"(?<![\w*])(\*{1,3}|_{1,3})(?=\S)(.+?)(?<=\S)\1(?![\w*])")
 
@@ -41,7 +42,7 @@ def rendered_text(markdown: str) -> str:
     """Inline Markdown as the page shows it (see the module doc); code spans are kept as written."""
     if not any(mark in markdown for mark in "`[*_<"):
         return markdown
-    markdown = _IMAGE_OR_LINK.sub(r"\1", markdown)  # a link's text may hold a code span: links first
+    markdown = link_texts(markdown)  # a link's text may hold a code span: links first
     pieces, last = [], 0
     for match in _CODE_SPAN.finditer(markdown):  # code is shown as written: no emphasis, no tags in it
         pieces.append(_render_prose(markdown[last:match.start()]))

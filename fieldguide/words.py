@@ -24,6 +24,13 @@ _WORD = regex.compile(rf"(?V1)[{_UNSPACED}]|[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACE
 # library's engine finds the same words, about 3.5 times as fast: the scorer cuts the words of
 # every candidate of every question, the evidence step and the sentence check those of the context.
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+_MARKDOWN_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def link_texts(text: str) -> str:
+    """Markdown with every link and image replaced by its text (an image by its alt text): the
+    reader sees "settings page", never "../settings/export.md#export", so a target is no word."""
+    return _MARKDOWN_LINK.sub(r"\1", text)
 
 
 def normalise(text: str) -> str:

@@ -27,16 +27,17 @@ import re
 import statistics
 from pathlib import Path
 
+from fieldguide.words import link_texts
+
 METRICS = ("facts_all", "facts_soft", "file_hit", "section_mrr", "false_abstain", "abstain_ok",
            "intent_acc", "ctx_words", "p50_ms", "p95_ms")
 
-_MARKDOWN_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"[*_`~>#|]")
 _BLANKS = re.compile(r"\s+")
 
 
 def normalise(text: str) -> str:
-    text = _MARKDOWN_LINK.sub(r"\1", text)
+    text = link_texts(text)
     text = _MARKS.sub(" ", text).replace("\u00a0", " ")
     return _BLANKS.sub(" ", text).strip().lower()
 
