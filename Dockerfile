@@ -26,9 +26,10 @@ RUN apt-get update \
 WORKDIR /app
 COPY . /app
 COPY --from=web /web/node_modules /app/fieldguide/web/node_modules
-# CPU-only torch wheels keep the image small; text models only: llama.cpp's multimodal library
-# is left out of its build (as scripts/setup.sh does).
-RUN CMAKE_ARGS="-DLLAVA_BUILD=OFF" pip install --extra-index-url https://download.pytorch.org/whl/cpu .
+# llama.cpp is compiled with the portable flags of scripts/uv-env.sh (x86-64 with AVX2, never the
+# build host's own CPU: an image built on one machine must run on another), text models only.
+# torch is not installed: the default embedding backend runs without it (extra `torch` adds it).
+RUN bash -c 'source scripts/uv-env.sh && pip install .'
 
 EXPOSE 8000
 CMD ["sh", "-c", "fieldguide ingest \"${FIELDGUIDE_DOCS_DIR:-/docs}\" && exec fieldguide serve --host 0.0.0.0 --port 8000"]

@@ -23,3 +23,7 @@ class ModelUnavailable(FieldguideError):
 
 class StateUnavailable(FieldguideError):
     """The conversation state (Redis, Postgres) did not answer in time."""
+
+
+class ModelCrashed(ModelUnavailable):
+    """The local model's process ended while it was answering; the next question starts it again."""

@@ -379,14 +379,25 @@ class Resources:
         pays for it (a configured cross-encoder takes seconds to load, and a model's first call
         carries one-off costs); embed the route examples and, with a store open, read the
         index's calibration. `chat=False` leaves the chat model unloaded (retrieval only)."""
+        server = getattr(self.chat_model, "server", None) if chat else None
+        if server is not None:  # the local model's process starts while the rest warms up
+            server.start()
         self.embeddings.embed_query("warm up")
         self.reranker.score("warm up", [WARM_UP_CANDIDATE])
         self.intent_prototypes
         self.token_counter
         if self._store is not None:  # an opened store: its calibration too (calibrating an old index runs probes)
             self.calibration
-        if chat:
-            self.chat_model
+        if server is not None:
+            server.ensure_ready()
+
+    def model_status(self) -> dict | None:
+        """The local model process's state ('starting', 'ready', 'crashed', 'stopped'), its restarts
+        and how it last ended; None when the chat model is not a local one or not loaded yet."""
+        server = getattr(self._chat_model, "server", None)
+        if server is None:
+            return None
+        return {"state": server.state(), "restarts": server.restarts, "last_exit": server.last_exit}
 
     def close(self) -> None:
         with self._lock:

@@ -14,9 +14,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -141,46 +138,21 @@ def _missing(message: str):
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory):
     """llama-cpp-python's own OpenAI-compatible server (its `server` extra) serving the packaged
-    GGUF chat model on a free loopback port: {"base_url", "model"}. Stopped when the run ends."""
-    import httpx
-
-    from fieldguide import weaviate_server
+    GGUF chat model on a free loopback port, supervised as fieldguide supervises its local model:
+    {"base_url", "model"}. Stopped when the run ends."""
     from fieldguide.chat import default_gguf_path
     from fieldguide.errors import ModelUnavailable
+    from fieldguide.model_server import MODEL_ALIAS, LocalModelServer
 
     if importlib.util.find_spec("starlette_context") is None or importlib.util.find_spec("uvicorn") is None:
         _missing("llama-cpp-python's server extra is not installed (pip install 'llama-cpp-python[server]')")
     try:
-        model_path = default_gguf_path()
+        server = LocalModelServer(default_gguf_path(), n_ctx=4096, n_threads=os.cpu_count() or 2,
+                                  log_dir=tmp_path_factory.mktemp("llama-server"), ready_timeout=180)
+        server.ensure_ready()
     except ModelUnavailable as exc:
         _missing(str(exc))
-    port = weaviate_server.free_port()
-    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
-    log = log_path.open("w")  # a file, not a pipe: the server logs every request and must never block
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", model_path, "--model_alias", "smollm2",
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", str(os.cpu_count() or 2)],
-        stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 180
     try:
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(base_url + "/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not answer within 180 s")
-            time.sleep(0.5)
-        yield {"base_url": base_url, "model": "smollm2"}
+        yield {"base_url": server.base_url, "model": MODEL_ALIAS}
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+        server.stop()

@@ -159,16 +159,15 @@ def run_batch(items: list[dict], settings, overrides: dict) -> int:
         with open_resources(settings) as resources:
             resources.warm_up()  # no question pays for loading a model
             async for line in answer_batch(build_graph(MemorySaver()), items, resources, overrides):
-                if "error" in line:
+                if "error" in line:  # written too, so a reader of the lines sees which item failed
                     failed += 1
                     print(f"fieldguide ask: {line['id']}: {line['error']}", file=sys.stderr)
-                    continue
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
                 sys.stdout.flush()
         return failed
 
     failed = asyncio.run(main())
     if failed:
-        print(f"fieldguide ask: {failed} question(s) could not be answered (no line written for them)",
+        print(f"fieldguide ask: {failed} question(s) could not be answered (their lines carry an \"error\")",
               file=sys.stderr)
     return 1 if failed else 0

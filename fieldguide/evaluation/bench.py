@@ -126,6 +126,28 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+def model_process_pid(parent: int) -> int | None:
+    """The pid of `parent`'s local model process (llama.cpp's server child), if it runs one."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent and b"llama_cpp.server" in cmdline:
+            return int(entry.name)
+    return None
+
+
+def _rss_or_zero(pid: int | None) -> float:
+    try:
+        return rss_mib(pid) if pid else 0.0
+    except OSError:  # it ended (and a later question starts it again)
+        return 0.0
+
+
 class ServedProcess:
     """`fieldguide serve` on a free loopback port, until the context ends."""
 
@@ -223,7 +245,9 @@ async def concurrent_conversations(url: str, questions: list[str], n: int) -> di
 async def soak(url: str, pid: int, questions: list[str], n: int, log=print) -> dict:
     import httpx
 
+    # The service and its model process are measured apart: the model lives in a child of its own.
     samples = [(0, round(rss_mib(pid), 1))]
+    model_samples = [(0, round(_rss_or_zero(model_process_pid(pid)), 1))]
     errors = 0
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0)) as client:
         started = time.perf_counter()
@@ -231,15 +255,19 @@ async def soak(url: str, pid: int, questions: list[str], n: int, log=print) -> d
             row = await converse(client, url, questions[i % len(questions)])
             errors += "error" in row
             samples.append((i + 1, round(rss_mib(pid), 1)))
+            model_samples.append((i + 1, round(_rss_or_zero(model_process_pid(pid)), 1)))
             if (i + 1) % 10 == 0:
-                log(f"soak: {i + 1}/{n} questions, RSS {samples[-1][1]:.0f} MiB")
+                log(f"soak: {i + 1}/{n} questions, RSS {samples[-1][1]:.0f} MiB "
+                    f"(model process {model_samples[-1][1]:.0f} MiB)")
         wall = time.perf_counter() - started
     values = [mib for _, mib in samples]
     # growth over the second half: warm-up allocations are done by then
     half = values[len(values) // 2:]
     return {"questions": n, "errors": errors, "wall_s": round(wall, 1), "rss_mib": samples,
             "rss_start_mib": values[0], "rss_end_mib": values[-1], "rss_max_mib": max(values),
-            "rss_growth_second_half_mib": round(half[-1] - half[0], 1) if len(half) > 1 else 0.0}
+            "rss_growth_second_half_mib": round(half[-1] - half[0], 1) if len(half) > 1 else 0.0,
+            "model_rss_mib": model_samples, "model_rss_end_mib": model_samples[-1][1],
+            "model_rss_max_mib": max(mib for _, mib in model_samples)}
 
 
 def save_rss_chart(samples: list[tuple[int, float]], path: Path) -> None:

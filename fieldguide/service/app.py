@@ -283,6 +283,11 @@ class Service:
         if self.resources is not None and hasattr(self.resources, "close"):
             self.resources.close()
 
+    def model_status(self) -> dict | None:
+        """The local model process's state for /readyz (None for an endpoint or a test double)."""
+        describe = getattr(self.resources, "model_status", None)
+        return describe() if callable(describe) else None
+
     async def ready(self) -> str | None:
         now = time.monotonic()
         if self._ready_cache and now - self._ready_cache[0] < READINESS_CACHE_SECONDS:
@@ -451,6 +456,9 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
             body = {"status": "ready"}
             if service.index_description:
                 body["calibration"] = service.index_description
+            model = service.model_status()
+            if model is not None:
+                body["model"] = model
             return JSONResponse(body)
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 

