@@ -374,6 +374,12 @@ class Resources:
                 self._chat_model = load_chat_model(self.settings)
             return self._chat_model
 
+    def start_chat_model(self) -> None:
+        """Start the local model's process without waiting for it (a no-op for an endpoint)."""
+        server = getattr(self.chat_model, "server", None)
+        if server is not None:
+            server.start()
+
     def warm_up(self, chat: bool = True) -> None:
         """Load the models and run the embedding model and the reranker once, so that no question
         pays for it (a configured cross-encoder takes seconds to load, and a model's first call
@@ -381,7 +387,7 @@ class Resources:
         index's calibration. `chat=False` leaves the chat model unloaded (retrieval only)."""
         server = getattr(self.chat_model, "server", None) if chat else None
         if server is not None:  # the local model's process starts while the rest warms up
-            server.start()
+            self.start_chat_model()
         self.embeddings.embed_query("warm up")
         self.reranker.score("warm up", [WARM_UP_CANDIDATE])
         self.intent_prototypes

@@ -97,6 +97,7 @@ def run(args) -> int:
         final: dict = {}
         streamed = False
         with open_resources(settings) as resources:
+            resources.start_chat_model()  # the local model's process loads while retrieval runs
             async for kind, payload in stream_answer(build_graph(), question, resources, overrides):
                 if kind == "token":
                     streamed = True
