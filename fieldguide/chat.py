@@ -18,6 +18,7 @@ import asyncio
 import importlib.util
 import os
 import sys
+import threading
 from typing import Any, AsyncIterator, Iterator
 
 from fieldguide.errors import ModelUnavailable
@@ -71,17 +72,102 @@ def _openai_timeout(settings):
     return Timeout(settings.chat_timeout_seconds, connect=settings.dependency_timeout_seconds)
 
 
-def _supervised_chat_class():
-    """ChatOpenAI that first makes sure the local model process answers, and reports its crash
-    plainly. Built on first use: importing langchain_openai costs about a second."""
-    global _SupervisedChatOpenAI
-    if _SupervisedChatOpenAI is not None:
-        return _SupervisedChatOpenAI
+_DONE = object()
+_CLASSES = None
+
+
+def _chat_classes():
+    """(LoopSafeChatOpenAI, SupervisedChatOpenAI), built on first use: importing langchain_openai
+    costs about a second."""
+    global _CLASSES
+    if _CLASSES is not None:
+        return _CLASSES
     from langchain_openai import ChatOpenAI
     from pydantic import PrivateAttr
 
-    class SupervisedChatOpenAI(ChatOpenAI):
-        """`ChatOpenAI` over the local llama.cpp server child (`fieldguide.model_server`)."""
+    class LoopSafeChatOpenAI(ChatOpenAI):
+        """ChatOpenAI whose async calls run its synchronous client in a worker thread.
+
+        ChatOpenAI's async client belongs to the event loop that first used it, and the service
+        answers on more than one loop (its turn engine's, the HTTP server's for LangServe, a
+        benchmark's `asyncio.run` per question): a second loop then fails with "bound to a
+        different event loop". The synchronous client serves every thread. Tokens are handed over
+        through the loop's queue as they come; leaving the stream early closes the HTTP stream,
+        which stops the generation.
+        """
+
+        def _before_call(self) -> None:
+            """Runs in the worker thread before each call (the local model makes sure its process answers)."""
+
+        def _failure(self, exc: BaseException) -> BaseException:
+            """What a failed call raises (the local model names its process's crash)."""
+            return exc
+
+        def _call_stream(self, args, kwargs) -> Iterator:
+            self._before_call()
+            try:
+                yield from ChatOpenAI._stream(self, *args, **kwargs)
+            except Exception as exc:
+                failure = self._failure(exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
+
+        def _stream(self, *args, **kwargs) -> Iterator:
+            return self._call_stream(args, kwargs)
+
+        def _generate(self, *args, **kwargs):
+            self._before_call()
+            try:
+                return ChatOpenAI._generate(self, *args, **kwargs)
+            except Exception as exc:
+                failure = self._failure(exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
+
+        async def _agenerate(self, *args, **kwargs):
+            kwargs.pop("run_manager", None)  # the async callback manager belongs to the caller's loop
+            return await asyncio.to_thread(self._generate, *args, **kwargs)
+
+        async def _astream(self, *args, **kwargs) -> AsyncIterator:
+            kwargs.pop("run_manager", None)
+            loop = asyncio.get_running_loop()
+            chunks: asyncio.Queue = asyncio.Queue()
+            cancelled = threading.Event()
+
+            def put(item) -> None:
+                try:
+                    loop.call_soon_threadsafe(chunks.put_nowait, item)
+                except RuntimeError:  # the loop closed: nobody reads any more
+                    cancelled.set()
+
+            def produce() -> None:
+                stream = self._call_stream(args, kwargs)
+                try:
+                    for chunk in stream:
+                        if cancelled.is_set():
+                            break
+                        put(chunk)
+                    put(_DONE)
+                except BaseException as exc:  # handed to the consumer, raised there
+                    put(exc)
+                finally:
+                    stream.close()
+
+            threading.Thread(target=produce, name="chat-stream", daemon=True).start()
+            try:
+                while (item := await chunks.get()) is not _DONE:
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+            finally:
+                cancelled.set()  # the turn was cancelled or failed: the thread closes the stream
+
+    class SupervisedChatOpenAI(LoopSafeChatOpenAI):
+        """ChatOpenAI over the local llama.cpp server child (`fieldguide.model_server`): each call
+        first makes sure the process answers (starting it again after a crash), and a call the
+        process died under fails with `ModelCrashed`."""
 
         _server: Any = PrivateAttr(default=None)
 
@@ -93,59 +179,16 @@ def _supervised_chat_class():
         def n_threads(self) -> int:
             return self._server.n_threads
 
-        def _ready(self) -> None:
+        def _before_call(self) -> None:
             self._server.ensure_ready()
 
-        def _failed(self, exc: BaseException) -> BaseException:
-            failure = self._server.failure(exc)
-            return failure if failure is not exc else exc
+        def _failure(self, exc: BaseException) -> BaseException:
+            return self._server.failure(exc)
 
-        def _stream(self, *args, **kwargs) -> Iterator:
-            self._ready()
-            try:
-                yield from super()._stream(*args, **kwargs)
-            except Exception as exc:
-                failure = self._failed(exc)
-                if failure is exc:
-                    raise
-                raise failure from exc
-
-        async def _astream(self, *args, **kwargs) -> AsyncIterator:
-            await asyncio.to_thread(self._ready)
-            try:
-                async for chunk in super()._astream(*args, **kwargs):
-                    yield chunk
-            except Exception as exc:
-                failure = await asyncio.to_thread(self._failed, exc)
-                if failure is exc:
-                    raise
-                raise failure from exc
-
-        def _generate(self, *args, **kwargs):
-            self._ready()
-            try:
-                return super()._generate(*args, **kwargs)
-            except Exception as exc:
-                failure = self._failed(exc)
-                if failure is exc:
-                    raise
-                raise failure from exc
-
-        async def _agenerate(self, *args, **kwargs):
-            await asyncio.to_thread(self._ready)
-            try:
-                return await super()._agenerate(*args, **kwargs)
-            except Exception as exc:
-                failure = await asyncio.to_thread(self._failed, exc)
-                if failure is exc:
-                    raise
-                raise failure from exc
-
-    _SupervisedChatOpenAI = SupervisedChatOpenAI
-    return SupervisedChatOpenAI
+    _CLASSES = (LoopSafeChatOpenAI, SupervisedChatOpenAI)
+    return _CLASSES
 
 
-_SupervisedChatOpenAI = None
 
 
 def local_model_server(settings):
@@ -162,11 +205,9 @@ def local_model_server(settings):
 def load_chat_model(settings):
     provider = (settings.chat_provider or "local").lower()
     if provider == "openai":
-        from langchain_openai import ChatOpenAI
-
         if not settings.chat_model:
             raise ModelUnavailable("FIELDGUIDE_CHAT_MODEL must name the model when FIELDGUIDE_CHAT_PROVIDER=openai")
-        return ChatOpenAI(model=settings.chat_model, base_url=settings.openai_base_url,
+        return _chat_classes()[0](model=settings.chat_model, base_url=settings.openai_base_url,
                           api_key=settings.openai_api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
                           max_tokens=settings.max_answer_tokens, temperature=settings.temperature,
                           streaming=True, max_retries=1, timeout=_openai_timeout(settings))
@@ -174,7 +215,7 @@ def load_chat_model(settings):
         from fieldguide.model_server import MODEL_ALIAS
 
         server = local_model_server(settings)
-        model = _supervised_chat_class()(
+        model = _chat_classes()[1](
             model=MODEL_ALIAS, base_url=server.base_url, api_key="not-needed",
             max_tokens=settings.max_answer_tokens, temperature=settings.temperature, streaming=True,
             # a crashed model is reported at once and restarted by the next question, never retried
