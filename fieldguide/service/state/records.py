@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Protocol
 
 # What a turn record copies from the final state, when present.
-STATE_FIELDS = ("standalone_question", "answer", "intent", "abstain", "citations", "sentences",
-                "timings_ms", "index_version", "sections", "question_vector")
+STATE_FIELDS = ("standalone_question", "answer", "intent", "abstain", "coverage", "coverage_reason", "citations",
+                "sentences", "timings_ms", "index_version", "sections", "question_vector")
 RATINGS = ("up", "down")
 
 
@@ -36,6 +36,8 @@ class TurnRecord:
     answer: str | None = None
     intent: str | None = None
     abstain: bool | None = None
+    coverage: str | None = None  # covered | partial | not_covered (the answer line's verdict), when the state has it
+    coverage_reason: str | None = None
     citations: list[dict] = field(default_factory=list)
     sentences: list[dict] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
