@@ -269,6 +269,7 @@ class HandoffWorker:
         self.timeout = settings.handoff_timeout_seconds
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
 
     def wake(self) -> None:
         """Deliver now (called from any thread: a request stored in a worker thread)."""
@@ -298,19 +299,26 @@ class HandoffWorker:
         return True
 
     def run_due(self) -> int:
-        """Deliver every delivery due now (in this thread); how many were attempted."""
+        """Deliver every delivery due now (in this thread); how many were attempted. When the
+        service stops meanwhile, what was claimed and not yet tried is due again at once (not
+        after its lease), for the next start or another replica."""
         attempted = 0
-        while True:
+        while not self._stopping:
             claimed = self.outbox.claim(time.time(), LEASE_SECONDS, BATCH)
             if not claimed:
-                return attempted
-            for delivery in claimed:
+                break
+            for n, delivery in enumerate(claimed):
+                if self._stopping:
+                    for left in claimed[n:]:
+                        self.outbox.retry(left, "not tried: the service stopped", time.time())
+                    break
                 self.deliver(delivery)
                 attempted += 1
+        return attempted
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopping:
             try:
                 await asyncio.to_thread(self.run_due)
                 next_due = await asyncio.to_thread(self.outbox.next_due)
@@ -328,9 +336,15 @@ class HandoffWorker:
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # The attempt in flight ends first (its outcome recorded): the outbox closes after this.
+            self._stopping = True
+            self._wake.set()
+            try:
+                await asyncio.wait_for(asyncio.shield(task), timeout=self.timeout + 5)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 @dataclass
