@@ -118,7 +118,7 @@ class ConsoleData:
     def __init__(self, service, settings) -> None:
         self.service = service
         self.settings = settings
-        self._gaps: dict[int, tuple[float, Any]] = {}
+        self._gaps: dict[int, tuple[float, Any, str]] = {}  # days -> (computed at, report, last day)
         self._gaps_lock = asyncio.Lock()
 
     @property
@@ -189,8 +189,6 @@ class ConsoleData:
                 "by_source": by_source}
 
     def _stale(self, since: float) -> tuple[str, list[dict]]:
-        from fieldguide.freshness import index_version, stale_answers
-
         records = list(self.state.turns.turns_since(since))
         store = getattr(self.service.resources, "store", None)
         if store is not None:

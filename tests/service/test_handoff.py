@@ -210,9 +210,24 @@ def test_a_stored_handoff_survives_a_restart_of_the_service():
     assert webhook.ids() == [hid]
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_the_outbox_leases_claims_and_keeps_what_failed(kind, tmp_path):
-    outbox = MemoryOutbox() if kind == "memory" else SqliteOutbox(tmp_path / "state.sqlite")
+def open_outbox(kind: str, tmp_path, request):
+    if kind == "memory":
+        return MemoryOutbox()
+    if kind == "sqlite":
+        return SqliteOutbox(tmp_path / "state.sqlite")
+    from fieldguide.service.state.outbox import RedisOutbox
+    from fieldguide.service.state.redis import RedisConversationRegistry
+    from tests.service.conftest import fresh_redis
+
+    registry = RedisConversationRegistry(fresh_redis(request.getfixturevalue("redis_server")), max_conversations=10,
+                                         ttl_seconds=60, max_events=100, timeout=3)
+    request.addfinalizer(registry.close)
+    return RedisOutbox(registry, retention_days=1)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+def test_the_outbox_leases_claims_and_keeps_what_failed(kind, tmp_path, request):
+    outbox = open_outbox(kind, tmp_path, request)
     assert outbox.add("h-1", ["webhook", "email"], {"contact": "a@b.c"}, now=100.0)
     assert not outbox.add("h-1", ["webhook"], {"contact": "someone else"}, now=101.0)  # a repeat: nothing stored
     assert outbox.next_due() == 100.0
