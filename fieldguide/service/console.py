@@ -61,6 +61,9 @@ SERIES_COLUMNS = {
     "feedback": ("day", "up", "down"),
     "handoffs": ("day", "requests", "delivered", "pending", "failed"),
 }
+# A service built around a stand-in graph (tests, benchmarks) has no index of its own: the charts
+# that read the index say so instead of opening one from the settings.
+NO_INDEX = "this service has no index attached: the gaps and stale answers need the one it answers from"
 GAP_COLUMNS = ("kind", "count", "question", "questions", "tasks", "action", "reason")
 STALE_COLUMNS = ("turn", "question", "index_version", "section", "change")
 
@@ -179,6 +182,8 @@ class ConsoleData:
 
         turns = self.state.turns
         summary = problem_turns(turns.turns_since(since), turns.feedback_since(0.0), since)
+        if summary.problems and self.service.resources is None:
+            raise FieldguideError(NO_INDEX)
         return report_for(summary, self.settings, None, self.service.resources)
 
     async def stale(self, days: int, now: float) -> dict:
@@ -190,13 +195,9 @@ class ConsoleData:
 
     def _stale(self, since: float) -> tuple[str, list[dict]]:
         records = list(self.state.turns.turns_since(since))
-        store = getattr(self.service.resources, "store", None)
-        if store is not None:
-            return self._stale_in(store, records, since)
-        from fieldguide.store import open_store
-
-        with open_store(self.settings) as opened:
-            return self._stale_in(opened, records, since)
+        if self.service.resources is None:
+            raise FieldguideError(NO_INDEX)
+        return self._stale_in(self.service.resources.store, records, since)
 
     @staticmethod
     def _stale_in(store, records, since) -> tuple[str, list[dict]]:

@@ -160,11 +160,14 @@
 
   async function panel(name, render) {
     const section = $("chart-" + name).closest(".panel");
+    const area = section.querySelector(".chart");
     for (const old of section.querySelectorAll(".load-error")) old.remove();
     try {
       render(await (await api(name)).json());
+      area.hidden = false;
     } catch (error) {
       if (error instanceof Unauthorized) throw error;
+      area.hidden = true;
       section.append(text("p", "Could not load: " + error.message, "error load-error"));
     }
   }
@@ -180,7 +183,7 @@
         panel("questions", (b) => perDay("chart-questions", b, [["questions", "questions"], ["errors", "errors"]], false)),
         panel("coverage", (b) => perDay("chart-coverage", b,
           Object.entries(VERDICT_LABELS), true)),
-        panel("feedback", (b) => perDay("chart-feedback", b, [["up", "👍 up"], ["down", "👎 down"]], false)),
+        panel("feedback", (b) => perDay("chart-feedback", b, [["up", "thumbs up"], ["down", "thumbs down"]], false)),
         panel("handoffs", (b) => perDay("chart-handoffs", b,
           [["delivered", "delivered"], ["pending", "pending"], ["failed", "failed"]], true)),
         panel("gaps", renderGaps),
