@@ -4,6 +4,8 @@ reader hands a conversation to support from the chat page and from the widget.""
 from __future__ import annotations
 
 
+from pathlib import Path
+
 import pytest
 
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
@@ -14,7 +16,10 @@ from tests.service.test_browser import CHROMIUM, browser_page  # noqa: F401  (fi
 from tests.service.test_console import AUTH, EXPECTED, PERSONAL, TOKEN, seed
 from tests.service.test_widget import ask_in_widget, docs_site
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed (apt-get install chromium)"),
+]
 
 SECRET = "browser-handoff-secret"
 
