@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
@@ -48,6 +49,18 @@ def day_of(moment: float) -> str:
     return datetime.fromtimestamp(moment, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
+class _Days:
+    """Which day of the window a moment falls on: whole UTC days of 86400 s from the first."""
+
+    def __init__(self, days: Sequence[str]) -> None:
+        self.days = list(days)
+        self.start = datetime.strptime(self.days[0], "%Y-%m-%d").replace(tzinfo=timezone.utc).timestamp()
+
+    def __call__(self, moment: Any) -> str | None:
+        index = math.floor((float(moment or 0.0) - self.start) / 86400.0)
+        return self.days[index] if 0 <= index < len(self.days) else None
+
+
 def window(days: int, now: float) -> tuple[float, list[str]]:
     """(epoch seconds of the first day's start, the days as YYYY-MM-DD) of the `days` UTC days
     ending with the day of `now`."""
@@ -61,9 +74,10 @@ def window(days: int, now: float) -> tuple[float, list[str]]:
 def questions_per_day(turns: Iterable[Any], days: Sequence[str]) -> list[dict]:
     asked, errors = Counter(), Counter()
     conversations: dict[str, set] = {day: set() for day in days}
+    day_of_window = _Days(days)
     for record in turns:
-        day = day_of(float(_get(record, "started_at", 0.0) or 0.0))
-        if day not in conversations:
+        day = day_of_window(_get(record, "started_at"))
+        if day is None:
             continue
         asked[day] += 1
         conversations[day].add(_get(record, "conversation_id"))
@@ -75,10 +89,11 @@ def questions_per_day(turns: Iterable[Any], days: Sequence[str]) -> list[dict]:
 
 def coverage_per_day(turns: Iterable[Any], days: Sequence[str]) -> list[dict]:
     counts: dict[str, Counter] = {day: Counter() for day in days}
+    day_of_window = _Days(days)
     for record in turns:
         verdict = coverage_of(record)
-        day = day_of(float(_get(record, "started_at", 0.0) or 0.0))
-        if verdict is not None and day in counts:
+        day = day_of_window(_get(record, "started_at"))
+        if verdict is not None and day is not None:
             counts[day][verdict] += 1
     return [{"day": d, **{v: counts[d][v] for v in VERDICTS}} for d in days]
 
@@ -95,9 +110,10 @@ def newest_votes(feedback: Iterable[Any]) -> dict[tuple[str, int], Any]:
 
 def feedback_per_day(feedback: Iterable[Any], days: Sequence[str]) -> list[dict]:
     counts: dict[str, Counter] = {day: Counter() for day in days}
+    day_of_window = _Days(days)
     for vote in newest_votes(feedback).values():
-        day = day_of(float(_get(vote, "at", 0.0)))
-        if day in counts:
+        day = day_of_window(_get(vote, "at"))
+        if day is not None:
             counts[day][_get(vote, "rating")] += 1
     return [{"day": d, "up": counts[d]["up"], "down": counts[d]["down"]} for d in days]
 
@@ -107,9 +123,10 @@ def handoffs_per_day(deliveries: Iterable[Any], days: Sequence[str]) -> list[dic
     (one per target) are delivered, still pending, or failed for good."""
     requests: dict[str, set] = {day: set() for day in days}
     status: dict[str, Counter] = {day: Counter() for day in days}
+    day_of_window = _Days(days)
     for d in deliveries:
-        day = day_of(float(_get(d, "created_at", 0.0)))
-        if day not in requests:
+        day = day_of_window(_get(d, "created_at"))
+        if day is None:
             continue
         requests[day].add(_get(d, "id"))
         status[day][_get(d, "status")] += 1

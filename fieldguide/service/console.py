@@ -128,18 +128,29 @@ class ConsoleData:
     def state(self):
         return self.service.state
 
-    async def records(self, since: float) -> tuple[list, list, list]:
+    async def records(self, since: float, wanted: tuple[str, ...] = ("turns", "feedback", "deliveries")) -> tuple:
+        """(turns, votes, deliveries) since `since`, each read only when `wanted` (else empty): the
+        store's light facts where it has them (SQLite), else whole records."""
+        store = self.state.turns
+
         def read():
-            turns = list(self.state.turns.turns_since(since))
-            feedback = list(self.state.turns.feedback_since(0.0))  # a vote's turn may be older than the window
-            deliveries = list(self.state.outbox.deliveries(since))
-            return turns, feedback, deliveries
+            turns = votes = deliveries = []
+            if "turns" in wanted:
+                light = getattr(store, "turn_facts_since", None)
+                turns = light(since) if light else list(store.turns_since(since))
+            if "feedback" in wanted:
+                light = getattr(store, "vote_facts_since", None)
+                votes = light(since) if light else list(store.feedback_since(since))
+            if "deliveries" in wanted:
+                deliveries = list(self.state.outbox.deliveries(since))
+            return turns, votes, deliveries
 
         return await asyncio.to_thread(read)
 
     async def series(self, name: str, days: int, now: float) -> dict:
         since, day_list = analytics.window(days, now)
-        turns, feedback, deliveries = await self.records(since)
+        wanted = {"questions": "turns", "coverage": "turns", "feedback": "feedback"}.get(name, "deliveries")
+        turns, feedback, deliveries = await self.records(since, (wanted,))
         if name == "questions":
             rows = analytics.questions_per_day(turns, day_list)
         elif name == "coverage":

@@ -217,21 +217,24 @@ class DeliveryFailed(Exception):
     pass
 
 
-def send_webhook(targets: HandoffTargets, payload: dict, timeout: float) -> None:
+def send_webhook(targets: HandoffTargets, payload: dict, timeout: float, client=None) -> None:
+    """POST the request to the webhook; `client` an httpx.Client to reuse (its connections: one
+    set-up for a run of deliveries, not one each)."""
     import httpx
 
     body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(targets.secret, body),
                ID_HEADER: payload["id"], "User-Agent": "fieldguide-handoff"}
     try:
-        response = httpx.post(targets.webhook_url, content=body, headers=headers, timeout=timeout)
+        post = client.post if client is not None else httpx.post
+        response = post(targets.webhook_url, content=body, headers=headers, timeout=timeout)
     except httpx.HTTPError as exc:
         raise DeliveryFailed(f"{type(exc).__name__}: {exc}") from exc
     if not 200 <= response.status_code < 300:
         raise DeliveryFailed(f"the webhook answered {response.status_code}")
 
 
-def send_email(targets: HandoffTargets, payload: dict, timeout: float) -> None:
+def send_email(targets: HandoffTargets, payload: dict, timeout: float, client=None) -> None:
     smtp = targets.smtp
     mail = email_message(payload, smtp)
     try:
@@ -270,11 +273,19 @@ class HandoffWorker:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
+        self._http = None  # the webhook's httpx.Client, made on first use (used by one thread at a time)
 
     def wake(self) -> None:
         """Deliver now (called from any thread: a request stored in a worker thread)."""
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._wake.set)
+
+    def _http_client(self):
+        if self._http is None and self.targets.webhook_url:
+            import httpx
+
+            self._http = httpx.Client(timeout=self.timeout)
+        return self._http
 
     def deliver(self, delivery) -> bool:
         """One attempt at one delivery (in a worker thread); its outcome is recorded."""
@@ -285,7 +296,7 @@ class HandoffWorker:
                 raise DeliveryFailed(f"the {delivery.target} target is no longer configured")
             if delivery.payload is None:
                 raise DeliveryFailed("the stored request has no payload")
-            sender(self.targets, delivery.payload, self.timeout)
+            sender(self.targets, delivery.payload, self.timeout, self._http_client())
         except DeliveryFailed as exc:
             give_up = now - delivery.created_at >= self.give_up_seconds
             delay = retry_delay(delivery.attempts, self.retry_cap)
@@ -345,6 +356,8 @@ class HandoffWorker:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            if self._http is not None:
+                self._http.close()
 
 
 @dataclass

@@ -308,6 +308,25 @@ class SqliteState:
             rows = self.conn.execute("SELECT record FROM fg_feedback WHERE at >= ? ORDER BY at", (since,)).fetchall()
         return (FeedbackRecord.from_dict(json.loads(r)) for (r,) in rows)
 
+    # What the docs team's console counts (fieldguide/service/analytics.py), read by SQLite from
+    # the stored JSON instead of parsing every record here: a few times faster on a busy store.
+    def turn_facts_since(self, since: float = 0.0) -> list[dict]:
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT conversation_id, turn, started_at, json_extract(record, '$.status'), "
+                "json_extract(record, '$.abstain'), json_extract(record, '$.coverage') FROM fg_turns "
+                "WHERE started_at >= ? ORDER BY started_at", (since,)).fetchall()
+        return [{"conversation_id": c, "turn": t, "started_at": at, "status": status,
+                 "abstain": None if abstain is None else bool(abstain), "coverage": coverage}
+                for c, t, at, status, abstain, coverage in rows]
+
+    def vote_facts_since(self, since: float = 0.0) -> list[dict]:
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT conversation_id, turn, at, json_extract(record, '$.rating') FROM fg_feedback "
+                "WHERE at >= ? ORDER BY at", (since,)).fetchall()
+        return [{"conversation_id": c, "turn": t, "at": at, "rating": rating} for c, t, at, rating in rows]
+
     def expire_records(self, now: float | None = None) -> None:
         """Drop turns and feedback older than the retention period."""
         cutoff = (time.time() if now is None else now) - self.retention_seconds
