@@ -354,6 +354,12 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     served under /docs-assets/ for screenshots and source links.
     """
     settings = settings or get_settings()
+    from fieldguide.service.console import console_token
+    from fieldguide.service.handoff import Handoff, HandoffWorker, targets_from_settings
+
+    # Settings that are wrong stop the service before it takes hold of anything (the state file's lock).
+    targets = targets_from_settings(settings)
+    console_token(settings)
     state = open_state(settings)
     conversations = state.conversations
     resources = None
@@ -379,9 +385,6 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         resources=resources,
         describe_index=None if readiness else index_calibration(settings, resources),
     )
-    from fieldguide.service.handoff import Handoff, HandoffWorker, targets_from_settings
-
-    targets = targets_from_settings(settings)
     worker = HandoffWorker(state.outbox, targets, settings) if targets.configured else None
     service.handoff = Handoff(targets, worker)
     if worker is not None:
