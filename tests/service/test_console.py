@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import time
 from datetime import datetime, timezone
 
 import httpx
