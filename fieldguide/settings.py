@@ -10,7 +10,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ingest.settings import CHUNKING_DEFAULTS
@@ -186,6 +186,28 @@ class Settings(BaseSettings):
     allowed_origins: str = Field(
         "", description="Comma-separated origins (scheme://host[:port]) whose pages may call the API from a browser, "
         "e.g. the widget on a docs site; `*` allows any. Other cross-origin browser requests get 403.")
+
+    # --- the docs team's console (/console, fieldguide/service/console.py) ----------------------
+    console_token: SecretStr | None = Field(
+        None, description="Bearer token of the console at /console (at least 16 characters; e.g. "
+        "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`). Unset: the console is off (404).")
+
+    # --- handoff to a person (POST /conversations/{id}/handoff, fieldguide/service/handoff.py) --------
+    handoff_webhook_url: str | None = Field(
+        None, description="http(s) URL that receives each support request as JSON, signed with FIELDGUIDE_HANDOFF_SECRET "
+        "in X-Fieldguide-Signature: sha256=<hex HMAC-SHA256 of the body>.")
+    handoff_secret: SecretStr | None = Field(
+        None, description="Shared secret of the handoff webhook's signature (required with a webhook URL).")
+    handoff_smtp_url: SecretStr | None = Field(
+        None, description="SMTP server that mails each support request: smtp://[user:password@]host[:port] "
+        "(add ?starttls=1 to upgrade the connection) or smtps://... (TLS from the start).")
+    handoff_email_to: str | None = Field(None, description="Comma-separated addresses support requests are mailed to.")
+    handoff_email_from: str | None = Field(None, description="The From address of support request mails.")
+    handoff_retry_max_seconds: float = Field(
+        300.0, gt=0, description="Longest wait between two attempts to deliver a handoff (waits double from 1 s).")
+    handoff_give_up_hours: float = Field(
+        72.0, gt=0, description="A handoff not delivered after this many hours of retries is marked failed (and kept).")
+    handoff_timeout_seconds: float = Field(10.0, gt=0, description="How long one delivery attempt may take.")
 
 
 @lru_cache(maxsize=1)

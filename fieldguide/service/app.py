@@ -11,6 +11,8 @@ real query graph by default) into:
     POST /v1/chat/completions      OpenAI-compatible chat (openai_api.py), GET /v1/models
     /mcp                           the MCP server over streamable HTTP (mcp_server.py)
     GET  /widget.js                the embeddable chat widget (widget.py)
+    POST /conversations/{id}/handoff  the conversation to support, stored and delivered (handoff.py)
+    GET  /console, /console/api/...  the docs team's console, behind a token (console.py)
 
 Browsers on other origins may call it only from FIELDGUIDE_ALLOWED_ORIGINS (origins.py).
 
@@ -33,7 +35,7 @@ from typing import Any, Callable, Literal
 from fastapi import BackgroundTasks, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sse_starlette import EventSourceResponse
 
 from fieldguide.errors import StateUnavailable
@@ -67,6 +69,24 @@ class FeedbackIn(BaseModel):
     turn: int = Field(ge=1, le=1_000_000)
     rating: Literal["up", "down"]
     comment: str = Field("", max_length=2000)
+
+
+class HandoffIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int = Field(ge=1, le=1_000_000)
+    contact: str = Field(min_length=1, max_length=320)
+    message: str = Field("", max_length=2000)
+
+    @field_validator("contact")
+    @classmethod
+    def one_line(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("say how support can reach you (an email address, for instance)")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            raise ValueError("the contact must be one line of text")
+        return value
 
 
 class QuestionIn(BaseModel):
@@ -106,6 +126,7 @@ class Service:
     describe_index: Callable[[], dict | None] | None = None  # the index's calibration, shown by /readyz
     runner: GraphRunner | None = None  # one-call runs (OpenAI chat, MCP tools), on the same engine
     lifespans: list[Callable[[], Any]] = field(default_factory=list)  # async contexts the app's lifespan enters
+    handoff: Any = None  # fieldguide.service.handoff.Handoff: the targets and their worker
     _ready_cache: tuple[float, str | None] | None = None
     _tidied_at: float = 0.0
     index_description: dict | None = None
@@ -333,6 +354,12 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     served under /docs-assets/ for screenshots and source links.
     """
     settings = settings or get_settings()
+    from fieldguide.service.console import console_token
+    from fieldguide.service.handoff import Handoff, HandoffWorker, targets_from_settings
+
+    # Settings that are wrong stop the service before it takes hold of anything (the state file's lock).
+    targets = targets_from_settings(settings)
+    console_token(settings)
     state = open_state(settings)
     conversations = state.conversations
     resources = None
@@ -358,6 +385,10 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         resources=resources,
         describe_index=None if readiness else index_calibration(settings, resources),
     )
+    worker = HandoffWorker(state.outbox, targets, settings) if targets.configured else None
+    service.handoff = Handoff(targets, worker)
+    if worker is not None:
+        service.lifespans.append(worker.running)
     service.runner = GraphRunner(graph=graph, retrieval_graph=retrieval_graph or graph, configurable=configurable,
                                  engine=service.engine, checkpointer=state.checkpointer)
 
@@ -445,6 +476,29 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
             return JSONResponse({"detail": "unknown conversation or turn"}, status_code=404)
         return Response(status_code=204)
 
+    @app.post("/conversations/{conversation_id}/handoff", status_code=202)
+    async def conversation_handoff(conversation_id: str, body: HandoffIn) -> JSONResponse:
+        """Send the conversation up to turn `turn` to support (handoff.py): stored, then delivered
+        by the worker with retries. 409 when no target is configured."""
+        handoff = service.handoff
+        if not handoff.targets.configured:
+            return JSONResponse({"detail": "no handoff target is configured (FIELDGUIDE_HANDOFF_WEBHOOK_URL or "
+                                           "FIELDGUIDE_HANDOFF_SMTP_URL)"}, status_code=409)
+
+        def submit():
+            try:
+                return handoff.submit(service.state.outbox, service.state.turns, conversation_id, body.turn,
+                                      body.contact, body.message.strip())
+            except LookupError as exc:
+                return exc
+
+        result = await asyncio.to_thread(submit)
+        if result is None:
+            return JSONResponse({"detail": "unknown conversation or turn"}, status_code=404)
+        if isinstance(result, LookupError):
+            return JSONResponse({"detail": str(result)}, status_code=409)
+        return JSONResponse({"handoff_id": result, "status": "queued"}, status_code=202)
+
     @app.get("/healthz")
     async def healthz() -> dict:
         return {"status": "ok"}
@@ -474,6 +528,9 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     from fieldguide.service.origins import OriginPolicy, parse_origins
     from fieldguide.service.widget import add_widget_routes
 
+    from fieldguide.service.console import add_console_routes
+
+    add_console_routes(app, service)
     add_openai_routes(app, service)
     add_mcp_routes(app, service, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir)
     add_widget_routes(app, settings)

@@ -18,6 +18,7 @@ WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 VENDOR_FILES = {
     "marked.umd.js": ("marked", "lib/marked.umd.js"),
     "purify.min.js": ("dompurify", "dist/purify.min.js"),
+    "chart.umd.min.js": ("chart.js", "dist/chart.umd.min.js"),  # the console's charts
 }
 
 SAFE_SCHEMES = ("http", "https")

@@ -6,6 +6,10 @@ service's own pages pass untouched. A listed origin (the docs site that embeds t
 gets CORS headers, its preflights answered here. Any other origin is refused with 403 before
 a route runs, so an unlisted page can neither read answers nor start work: a JSON POST from
 it is stopped at its preflight, a simple one at the door.
+
+Some routes are never for another origin, listed or not (`PRIVATE_PREFIXES`: the docs team's
+console, which serves readers' questions): every cross-origin browser request to them, preflight
+or not, is refused with 403 and no CORS header, so no page on another origin can read them.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ ALLOWED_METHODS = "GET, POST, DELETE, OPTIONS"
 # What an MCP client must read back from a response.
 EXPOSED_HEADERS = "mcp-session-id, mcp-protocol-version"
 PREFLIGHT_MAX_AGE = "600"
+# Paths served to the service's own pages only (and to clients that are not browsers).
+PRIVATE_PREFIXES = ("/console",)
 
 
 def parse_origins(value: str | None) -> frozenset[str]:
@@ -27,6 +33,10 @@ def parse_origins(value: str | None) -> frozenset[str]:
 
 def normalise(origin: str) -> str:
     return origin.strip().rstrip("/").lower()
+
+
+def private_path(path: str) -> bool:
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in PRIVATE_PREFIXES)
 
 
 def _authority(origin: str) -> str:
@@ -49,6 +59,11 @@ class OriginPolicy:
         origin = headers.get("origin")
         if origin is None or _authority(normalise(origin)) == headers.get("host", "").lower():
             await self.app(scope, receive, send)  # not from a browser, or from our own pages
+            return
+        if private_path(scope["path"]):
+            log.info("refused a %s %s from origin %s (never served to another origin)",
+                     scope["method"], scope["path"], origin)
+            await _respond(send, 403, {"detail": "this route is not served to other origins"})
             return
         allowed = self.any or normalise(origin) in self.allowed
         preflight = scope["method"] == "OPTIONS" and "access-control-request-method" in headers

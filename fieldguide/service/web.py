@@ -2,7 +2,7 @@
 
     GET /                       the page (strict Content-Security-Policy: only our own scripts run)
     GET /static/{name}          the page's own script and style sheet
-    GET /vendor/{name}          marked and DOMPurify, straight from web/node_modules (`npm ci`)
+    GET /vendor/{name}          marked, DOMPurify and Chart.js, straight from web/node_modules (`npm ci`)
     GET /docs-assets/{path}     the docs folder: screenshots, and the Markdown sources as plain text
 """
 from __future__ import annotations
@@ -17,11 +17,14 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from fieldguide.service.assets import DOCS_ASSETS_PREFIX, WEB_DIR, missing_vendor_files, vendor_path
+from fieldguide.service.handoff import handoff_offered
 from fieldguide.settings import Settings
 
 log = logging.getLogger("fieldguide.service")
 
-PAGE_FILES = {"chat.js": "text/javascript", "app.js": "text/javascript", "style.css": "text/css"}
+PAGE_FILES = {"chat.js": "text/javascript", "app.js": "text/javascript", "style.css": "text/css",
+              # the console's code and style (no data: that comes from /console/api/ with the token)
+              "console.js": "text/javascript", "console.css": "text/css"}
 TEXT_SUFFIXES = {".md", ".markdown", ".mdx", ".txt"}
 
 PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src * data:; "
@@ -41,6 +44,7 @@ def add_web_routes(app: FastAPI, settings: Settings, *, docs_dir: Path | None) -
         "imageBaseUrl": settings.image_base_url or "",
         "assetsPrefix": DOCS_ASSETS_PREFIX,
         "maxQuestionChars": settings.max_question_chars,
+        "handoff": handoff_offered(settings),
     })
     template = (WEB_DIR / "index.html").read_text(encoding="utf-8")
     page = template.replace("{{CONFIG}}", html.escape(page_config, quote=True))

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.responses import Response
 
 from fieldguide.service.assets import DOCS_ASSETS_PREFIX, WEB_DIR
+from fieldguide.service.handoff import handoff_offered
 from fieldguide.settings import Settings
 
 WIDGET_SOURCES = ("chat.js", "widget.js")
@@ -20,7 +21,7 @@ WIDGET_SOURCES = ("chat.js", "widget.js")
 
 def widget_script(settings: Settings) -> str:
     config = json.dumps({"imageBaseUrl": settings.image_base_url or "", "assetsPrefix": DOCS_ASSETS_PREFIX,
-                         "maxQuestionChars": settings.max_question_chars})
+                         "maxQuestionChars": settings.max_question_chars, "handoff": handoff_offered(settings)})
     parts = [(WEB_DIR / name).read_text(encoding="utf-8") for name in WIDGET_SOURCES]
     return "(function () {\n\"use strict\";\nconst SERVER_CONFIG = " + config + ";\n" + "\n".join(parts) + "\n})();\n"
 

@@ -16,7 +16,7 @@
 //   status     element for one line of progress ("Searching the docs…")
 //   send       the ask button (disabled while an answer streams)
 //   base       origin of the fieldguide service ("" for the page's own)
-//   config     {imageBaseUrl, assetsPrefix, maxQuestionChars}
+//   config     {imageBaseUrl, assetsPrefix, maxQuestionChars, handoff (a support target is configured)}
 //   libraries  () => {marked, DOMPurify} or null (not loaded yet: plain text, still safe)
 // and returns {ask(question) -> false when it cannot be sent, reset()}.
 "use strict";
@@ -320,6 +320,7 @@ const FieldguideChat = (function () {
           note.textContent = "Thanks for the feedback.";
           (rating === "up" ? up : down).classList.add("chosen");
           comment.disabled = true;
+          if (rating === "down") addHandoff(turn, conversation, number, "Want a person to help with this?");
         } catch (error) {
           note.textContent = "Could not send the feedback (" + error.message + ").";
           up.disabled = down.disabled = false;
@@ -328,6 +329,77 @@ const FieldguideChat = (function () {
       up.addEventListener("click", () => vote("up"));
       down.addEventListener("click", () => vote("down"));
       box.append(label, up, down, comment, note);
+      turn.article.append(box);
+    }
+
+    // "Contact support": the conversation up to this turn goes to the docs team's support
+    // (POST /conversations/{id}/handoff {"turn", "contact", "message"}), offered when the docs do
+    // not cover the question or after a thumbs-down, where the service has a handoff target.
+    function addHandoff(turn, conversation, number, prompt) {
+      if (!config.handoff || turn.handoffEl) return;
+      const box = doc.createElement("div");
+      box.className = "handoff";
+      turn.handoffEl = box;
+      const label = doc.createElement("span");
+      label.textContent = prompt;
+      const open = doc.createElement("button");
+      open.type = "button";
+      open.className = "secondary contact-support";
+      open.textContent = "Contact support";
+      const form = doc.createElement("form");
+      form.className = "handoff-form";
+      form.hidden = true;
+      const contact = doc.createElement("input");
+      contact.type = "text";
+      contact.className = "contact";
+      contact.required = true;
+      contact.maxLength = 320;
+      contact.autocomplete = "email";
+      contact.placeholder = "Your email, so support can reply";
+      contact.setAttribute("aria-label", "How support can reach you");
+      const message = doc.createElement("input");
+      message.type = "text";
+      message.className = "message";
+      message.maxLength = 2000;
+      message.placeholder = "Anything to add? (optional)";
+      message.setAttribute("aria-label", "Message to support");
+      const sendButton = doc.createElement("button");
+      sendButton.type = "submit";
+      sendButton.textContent = "Send to support";
+      const note = doc.createElement("span");
+      note.className = "note";
+      note.setAttribute("role", "status");
+      form.append(contact, message, sendButton);
+      open.addEventListener("click", () => {
+        open.hidden = true;
+        form.hidden = false;
+        contact.focus();
+      });
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        const reach = contact.value.trim();
+        if (!reach) return;
+        sendButton.disabled = true;
+        try {
+          const response = await fetch(base + "/conversations/" + encodeURIComponent(conversation) + "/handoff", {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ turn: number, contact: reach, message: message.value.trim() }),
+          });
+          if (response.status !== 202) {
+            const body = await response.json().catch(() => ({}));
+            const detail = Array.isArray(body.detail) ? body.detail.map((d) => d.msg).join("; ") : body.detail;
+            throw new Error(detail || "the service answered " + response.status);
+          }
+          form.hidden = true;
+          label.textContent = "";
+          note.textContent = "Sent to support: they will reply to " + reach + ".";
+        } catch (error) {
+          note.textContent = "Could not send it to support (" + error.message + ").";
+          sendButton.disabled = false;
+        }
+      });
+      box.append(label, open, form, note);
       turn.article.append(box);
     }
 
@@ -386,7 +458,13 @@ const FieldguideChat = (function () {
         const total = done.timings_ms && done.timings_ms.total;
         turn.metaEl.textContent = (done.abstain ? "No matching documentation found · " : "") +
           (done.intent ? "intent: " + done.intent : "") + (total ? " · " + Math.round(total) + " ms" : "");
-        if (turn.conversationId) addFeedback(turn, turn.conversationId, done.turn || turn.number);
+        if (turn.conversationId) {
+          addFeedback(turn, turn.conversationId, done.turn || turn.number);
+          if (done.abstain || done.coverage === "not_covered") {
+            addHandoff(turn, turn.conversationId, done.turn || turn.number,
+                       "The docs don't cover this. A person from support can help.");
+          }
+        }
         finish(turn, source);
       });
       source.addEventListener("error", (event) => {

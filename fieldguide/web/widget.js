@@ -61,6 +61,10 @@ textarea { width: 100%; font: inherit; padding: 0.4rem; border: 1px solid #d9dee
 .feedback { display: flex; gap: 0.3rem; align-items: center; flex-wrap: wrap; margin-top: 0.3rem; font-size: 0.8rem; color: #5c6577; }
 .feedback .vote { padding: 0.05rem 0.4rem; } .feedback .vote.chosen { background: #1f6feb; color: #fff; }
 .feedback .comment { flex: 1; min-width: 8rem; font: inherit; padding: 0.15rem 0.3rem; border: 1px solid #d9dee7; border-radius: 4px; }
+.handoff { display: flex; gap: 0.3rem; align-items: center; flex-wrap: wrap; margin-top: 0.3rem; font-size: 0.8rem; color: #5c6577; }
+.handoff button { padding: 0.05rem 0.5rem; } .handoff-form { display: flex; gap: 0.3rem; flex-wrap: wrap; flex: 1; padding: 0; border: 0; background: none; }
+.handoff-form[hidden], .handoff button[hidden] { display: none; }
+.handoff-form input { flex: 1; min-width: 8rem; font: inherit; padding: 0.15rem 0.3rem; border: 1px solid #d9dee7; border-radius: 4px; }
 `;
 
 function element(doc, tag, props, children) {

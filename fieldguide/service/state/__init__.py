@@ -6,7 +6,8 @@ thread):
 
 * the event logs the stream endpoint replays (`conversations`: a registry of conversations);
 * the LangGraph checkpointer that carries a conversation's history into its follow-ups;
-* the turns (question, answer, citations, ...) and their feedback (`turns`: a `TurnStore`).
+* the turns (question, answer, citations, ...) and their feedback (`turns`: a `TurnStore`);
+* the handoff outbox: support requests waiting to be delivered (`outbox`: see outbox.py).
 
 The backends:
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fieldguide.errors import FieldguideError
+from fieldguide.service.state.outbox import MemoryOutbox
 from fieldguide.service.state.records import FeedbackRecord, MemoryTurnStore, TurnRecord, TurnStore
 
 __all__ = ["ServiceState", "open_state", "open_turns", "state_url", "TurnRecord", "FeedbackRecord", "TurnStore"]
@@ -38,6 +40,7 @@ class ServiceState:
     closers: list[Callable[[], None]] = field(default_factory=list)
     housekeeping: list[Callable[[], None]] = field(default_factory=list)  # run now and then by the janitor
     shared: bool = False  # several processes see the same conversations
+    outbox: Any = field(default_factory=MemoryOutbox)  # handoffs waiting for delivery (outbox.Outbox)
 
     def ready(self) -> str | None:
         for probe in self.probes:
@@ -126,11 +129,14 @@ def _memory_state(settings, url: str) -> ServiceState:
 def _sqlite_state(settings, url: str) -> ServiceState:
     from fieldguide.service.state.sqlite import SqliteCheckpointer, SqliteState, sqlite_path
 
+    from fieldguide.service.state.outbox import SqliteOutbox
+
     path = sqlite_path(url)
     store = SqliteState(path, turn_retention_days=settings.turn_retention_days)
     try:
         checkpointer = SqliteCheckpointer(path)
         registry = _registry(settings, checkpointer, journal=store)
+        outbox = SqliteOutbox(path)
     except BaseException:
         store.close()
         raise
@@ -141,5 +147,13 @@ def _sqlite_state(settings, url: str) -> ServiceState:
         checkpointer.sweep(ttl, keep={c.id for c in registry})
 
     return ServiceState(url, registry, checkpointer, store, probes=[store.ready],
-                        closers=[store.close, checkpointer.close],
-                        housekeeping=[forget_unowned_threads, store.expire_records])
+                        closers=[store.close, checkpointer.close, outbox.close],
+                        housekeeping=[forget_unowned_threads, store.expire_records,
+                                      lambda: outbox.expire(_retention_cutoff(settings))],
+                        outbox=outbox)
+
+
+def _retention_cutoff(settings) -> float:
+    import time
+
+    return time.time() - settings.turn_retention_days * 86400

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Protocol
 
 # What a turn record copies from the final state, when present.
-STATE_FIELDS = ("standalone_question", "answer", "intent", "abstain", "citations", "sentences",
-                "timings_ms", "index_version", "sections", "question_vector")
+STATE_FIELDS = ("standalone_question", "answer", "intent", "abstain", "coverage", "coverage_reason", "citations",
+                "sentences", "timings_ms", "index_version", "sections", "question_vector")
 RATINGS = ("up", "down")
 
 
@@ -36,6 +36,8 @@ class TurnRecord:
     answer: str | None = None
     intent: str | None = None
     abstain: bool | None = None
+    coverage: str | None = None  # covered | partial | not_covered (the answer line's verdict), when the state has it
+    coverage_reason: str | None = None
     citations: list[dict] = field(default_factory=list)
     sentences: list[dict] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -86,8 +88,9 @@ class FeedbackRecord:
 
 
 class TurnStore(Protocol):
-    def start(self, conversation_id: str, question: str) -> TurnRecord:
-        """Record a new turn (numbered after the conversation's last) and return it."""
+    def start(self, conversation_id: str, question: str, started_at: float | None = None) -> TurnRecord:
+        """Record a new turn (numbered after the conversation's last) and return it; `started_at`
+        (epoch seconds) is now unless given (turns replayed or imported keep their own time)."""
 
     def finish(self, record: TurnRecord) -> None:
         """Store the completed record (`TurnRecord.finish`)."""
@@ -100,20 +103,28 @@ class TurnStore(Protocol):
     def turns_since(self, since: float = 0.0) -> Iterator[TurnRecord]:
         """Every kept turn that started at or after `since` (epoch seconds), oldest first."""
 
-    def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
-        """Store feedback on a turn; None when that turn is unknown."""
+    def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "",
+                     at: float | None = None) -> FeedbackRecord | None:
+        """Store feedback on a turn (given `at`, epoch seconds, or now); None when that turn is unknown."""
 
     def feedback_since(self, since: float = 0.0) -> Iterator[FeedbackRecord]: ...
 
 
-def rate(turns: TurnStore, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
+def rate(turns: TurnStore, conversation_id: str, turn: int, rating: str, comment: str = "",
+         at: float | None = None) -> FeedbackRecord | None:
     """The feedback record for a turn of `turns` (None when there is no such turn); ValueError for a bad rating."""
     if rating not in RATINGS:
         raise ValueError(f"rating must be one of {', '.join(RATINGS)}")
     record = turns.turn(conversation_id, turn)
     if record is None:
         return None
-    return FeedbackRecord(conversation_id, turn, rating, comment, time.time(), record)
+    return FeedbackRecord(conversation_id, turn, rating, comment, time.time() if at is None else float(at), record)
+
+
+def new_record(conversation_id: str, turn: int, question: str, started_at: float | None = None) -> TurnRecord:
+    if started_at is None:
+        return TurnRecord(conversation_id, turn, question)
+    return TurnRecord(conversation_id, turn, question, started_at=float(started_at))
 
 
 class MemoryTurnStore:
@@ -128,11 +139,11 @@ class MemoryTurnStore:
         self._feedback: list[FeedbackRecord] = []
         self._lock = threading.Lock()
 
-    def start(self, conversation_id: str, question: str) -> TurnRecord:
+    def start(self, conversation_id: str, question: str, started_at: float | None = None) -> TurnRecord:
         with self._lock:
             number = self._counts.get(conversation_id, 0) + 1
             self._counts[conversation_id] = number
-            record = TurnRecord(conversation_id, number, question)
+            record = new_record(conversation_id, number, question, started_at)
             self._turns[(conversation_id, number)] = record
             while len(self._turns) > self.max_turns:
                 (old_id, _), _ = self._turns.popitem(last=False)
@@ -159,8 +170,9 @@ class MemoryTurnStore:
             records = [r for r in self._turns.values() if r.started_at >= since]
         return iter(sorted(records, key=lambda r: r.started_at))
 
-    def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
-        feedback = rate(self, conversation_id, turn, rating, comment)
+    def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "",
+                     at: float | None = None) -> FeedbackRecord | None:
+        feedback = rate(self, conversation_id, turn, rating, comment, at)
         if feedback is None:
             return None
         with self._lock:

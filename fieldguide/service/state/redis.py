@@ -36,7 +36,7 @@ from fieldguide.service.conversations import (
     TurnSide,
     new_conversation_id,
 )
-from fieldguide.service.state.records import FeedbackRecord, TurnRecord, rate
+from fieldguide.service.state.records import FeedbackRecord, TurnRecord, new_record, rate
 
 log = logging.getLogger("fieldguide.service")
 
@@ -463,10 +463,10 @@ class RedisTurnStore:
         self.keys = registry.keys
         self.retention_seconds = retention_days * 86400
 
-    def start(self, conversation_id: str, question: str) -> TurnRecord:
+    def start(self, conversation_id: str, question: str, started_at: float | None = None) -> TurnRecord:
         key = self.keys.turns(conversation_id)
         number = int(self.registry.call(self.redis.hincrby, key, "count", 1))
-        record = TurnRecord(conversation_id, number, question)
+        record = new_record(conversation_id, number, question, started_at)
         pipe = self.redis.pipeline(transaction=False)
         pipe.hset(key, str(number), json.dumps(record.to_dict(), ensure_ascii=False))
         pipe.expire(key, int(self.retention_seconds))
@@ -495,8 +495,9 @@ class RedisTurnStore:
             pipe.hget(self.keys.turns(cid), number)
         return (TurnRecord.from_dict(json.loads(raw)) for raw in self.registry.call(pipe.execute) if raw)
 
-    def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
-        feedback = rate(self, conversation_id, turn, rating, comment)
+    def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "",
+                     at: float | None = None) -> FeedbackRecord | None:
+        feedback = rate(self, conversation_id, turn, rating, comment, at)
         if feedback is None:
             return None
         member = json.dumps({**feedback.to_dict(), "nonce": secrets.token_hex(4)}, ensure_ascii=False)
@@ -539,6 +540,11 @@ def open_redis_state(settings, url: str):
     def forget_unowned_threads() -> None:
         checkpointer.sweep(ttl, keep=registry.ids())
 
+    from fieldguide.service.state.outbox import RedisOutbox
+
+    outbox = RedisOutbox(registry, settings.turn_retention_days)
     return ServiceState(url, registry, checkpointer, turns, probes=[registry.ping, checkpointer.ping],
                         closers=[registry.close, checkpointer.close],
-                        housekeeping=[forget_unowned_threads, turns.expire_records], shared=True)
+                        housekeeping=[forget_unowned_threads, turns.expire_records,
+                                      lambda: outbox.expire(time.time() - outbox.retention_seconds)],
+                        shared=True, outbox=outbox)

@@ -35,7 +35,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from fieldguide.errors import FieldguideError
 from fieldguide.file_lock import holder, release, try_lock
-from fieldguide.service.state.records import FeedbackRecord, TurnRecord, rate
+from fieldguide.service.state.records import FeedbackRecord, TurnRecord, new_record, rate
 
 log = logging.getLogger("fieldguide.service")
 
@@ -261,11 +261,11 @@ class SqliteState:
                                          (conversation_id,)).fetchone()[0])
 
     # -- turns and feedback (TurnStore) ------------------------------------------------------
-    def start(self, conversation_id: str, question: str) -> TurnRecord:
+    def start(self, conversation_id: str, question: str, started_at: float | None = None) -> TurnRecord:
         with self._lock, self.conn:
             (last,) = self.conn.execute("SELECT COALESCE(MAX(turn), 0) FROM fg_turns WHERE conversation_id = ?",
                                         (conversation_id,)).fetchone()
-            record = TurnRecord(conversation_id, int(last) + 1, question)
+            record = new_record(conversation_id, int(last) + 1, question, started_at)
             self.conn.execute("INSERT INTO fg_turns (conversation_id, turn, started_at, record) VALUES (?, ?, ?, ?)",
                               (conversation_id, record.turn, record.started_at, json.dumps(record.to_dict())))
             return record
@@ -293,8 +293,9 @@ class SqliteState:
                                      (since,)).fetchall()
         return (TurnRecord.from_dict(json.loads(r)) for (r,) in rows)
 
-    def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "") -> FeedbackRecord | None:
-        feedback = rate(self, conversation_id, turn, rating, comment)
+    def add_feedback(self, conversation_id: str, turn: int, rating: str, comment: str = "",
+                     at: float | None = None) -> FeedbackRecord | None:
+        feedback = rate(self, conversation_id, turn, rating, comment, at)
         if feedback is None:
             return None
         with self._lock:
@@ -306,6 +307,25 @@ class SqliteState:
         with self._lock:
             rows = self.conn.execute("SELECT record FROM fg_feedback WHERE at >= ? ORDER BY at", (since,)).fetchall()
         return (FeedbackRecord.from_dict(json.loads(r)) for (r,) in rows)
+
+    # What the docs team's console counts (fieldguide/service/analytics.py), read by SQLite from
+    # the stored JSON instead of parsing every record here: a few times faster on a busy store.
+    def turn_facts_since(self, since: float = 0.0) -> list[dict]:
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT conversation_id, turn, started_at, json_extract(record, '$.status'), "
+                "json_extract(record, '$.abstain'), json_extract(record, '$.coverage') FROM fg_turns "
+                "WHERE started_at >= ? ORDER BY started_at", (since,)).fetchall()
+        return [{"conversation_id": c, "turn": t, "started_at": at, "status": status,
+                 "abstain": None if abstain is None else bool(abstain), "coverage": coverage}
+                for c, t, at, status, abstain, coverage in rows]
+
+    def vote_facts_since(self, since: float = 0.0) -> list[dict]:
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT conversation_id, turn, at, json_extract(record, '$.rating') FROM fg_feedback "
+                "WHERE at >= ? ORDER BY at", (since,)).fetchall()
+        return [{"conversation_id": c, "turn": t, "at": at, "rating": rating} for c, t, at, rating in rows]
 
     def expire_records(self, now: float | None = None) -> None:
         """Drop turns and feedback older than the retention period."""
