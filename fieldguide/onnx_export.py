@@ -1,14 +1,15 @@
 """The embedding model exported once to ONNX (int8 dynamic quantisation), cached in the data dir.
 
-The ONNX backend runs the configured sentence-transformers model through ONNX Runtime. The
-export is done once per model and quantisation setting, here, and is the only part of that
-backend that imports torch and sentence-transformers:
+The ONNX backend runs the configured sentence-transformers model through OpenVINO or ONNX
+Runtime. The export is done once per model and quantisation setting, here:
 
-1. sentence-transformers loads the model as usual; its own modules say how the model is used
-   (tokenizer, maximum sequence length, pooling, whether vectors are normalised, a default
-   prompt). Models with other modules (a Dense projection, a router) are refused: the torch
-   backend serves them.
-2. torch's own exporter (`torch.onnx.export`) writes the transformer's graph.
+1. The model's own sentence-transformers files say how it is used (tokenizer, maximum sequence
+   length, pooling, whether vectors are normalised, a default prompt). Models with other modules
+   (a Dense projection, a router) are refused: the torch backend serves them.
+2. The transformer's fp32 graph: for BERT-family models (the packaged default among them)
+   written from the safetensors weights with onnx.helper, without torch
+   (`fieldguide.bert_export`); for others, torch's own exporter (`torch.onnx.export`) on the
+   model sentence-transformers loads, which needs the `torch` extra.
 3. With quantisation `int8`, onnxruntime's dynamic quantiser (`quantize_dynamic`, the tool
    optimum's ORTQuantizer drives) turns the MatMul weights into int8, one scale per output
    channel. Per-tensor scales drifted much further from fp32 vectors (cosine mean 0.946 against
@@ -18,9 +19,11 @@ backend that imports torch and sentence-transformers:
 4. The graph is stored as onnxruntime optimises it (fusions at the EXTENDED level, which do
    not depend on the processor): the same computation a session would set up at every load,
    done once, so that opening the model takes about half as long (the vectors are identical).
-5. The result is checked before it is kept: the fp32 graph, run by `OnnxEmbeddings`, must give
-   the same vectors as sentence-transformers (cosine >= FP32_MIN_COSINE on probe texts, padded
-   batches included), and the quantised graph must stay close (>= INT8_MIN_COSINE).
+5. The result is checked before it is kept: the fp32 graph, run by `OnnxEncoder`, must give
+   the reference's vectors (cosine >= FP32_MIN_COSINE on probe texts, padded batches
+   included), and the quantised graph must stay close (>= INT8_MIN_COSINE). The reference is
+   sentence-transformers itself when it is installed, else (BERT only) an independent numpy
+   forward pass of the same weights, so a wrong graph is refused either way.
 
 The cache lives in `<model_cache_dir>/onnx/<model>-<quantisation>-<digest>/` (the model cache
 dir defaults to `<data_dir>/models`), the digest covering the model
@@ -42,12 +45,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from fieldguide.bert_export import EXPORTER as BERT_EXPORTER
+from fieldguide.bert_export import POOLING_MODES, SUPPORTED_MODULES, TORCH_EXTRA
 from fieldguide.errors import ModelUnavailable
 from fieldguide.onnx_embeddings import ENCODER_CONFIG, MODEL_FILE, TOKENIZER_FILE
 
 # Raise when the export itself changes (other graph, other quantiser options): old caches are
 # then left alone and a new one is made.
-EXPORT_VERSION = "2"
+EXPORT_VERSION = "3"  # 3: BERT-family models written without torch
 FP32_MIN_COSINE = 0.9999
 INT8_MIN_COSINE = 0.95
 # Probe texts for the check: short and long, words the vocabulary lacks, surrounding blanks,
@@ -60,8 +65,6 @@ PROBE_TEXTS = (
     " ".join(["The schedule repeats every month on the same day, and each occurrence is posted "
               "automatically once its date arrives."] * 12),
 )
-SUPPORTED_MODULES = {"Transformer", "Pooling", "Normalize"}
-POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len_tokens")
 
 
 def cache_root(cache_dir: Path) -> Path:
@@ -124,35 +127,94 @@ def _locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def export_model(model_path: str, model_id: str, quantization: str, out: Path) -> dict:
-    """Write model.onnx, tokenizer.json and encoder.json into `out`; returns the encoder config."""
+def export_model(model_path: str, model_id: str, quantization: str, out: Path, reference: str = "auto") -> dict:
+    """Write model.onnx, tokenizer.json and encoder.json into `out`; returns the encoder config.
+
+    BERT-family models are written without torch (`fieldguide.bert_export`); others go through
+    torch's exporter, which needs the `torch` extra. `reference`: what the export is checked
+    against, `sentence-transformers` (the model as its library runs it), `numpy` (the
+    independent forward pass of `fieldguide.bert_export`; BERT only) or `auto`: the first when
+    sentence-transformers is installed."""
+    from fieldguide.bert_export import NotExportable, read_sentence_model
+
+    if reference not in ("auto", "sentence-transformers", "numpy"):
+        raise ValueError(f"unknown reference {reference!r}")
     try:
-        import torch  # noqa: F401  (export_fp32_graph's; checked here for a clear message)
+        model = read_sentence_model(model_path, model_id, quantization)
+    except NotExportable as exc:
+        if reference == "numpy":
+            raise ModelUnavailable(f"{exc}; a numpy reference exists for those only.") from exc
+        return _export_with_torch(model_path, model_id, quantization, out, reason=str(exc))
+    config = {**model["encoder"], "export_version": EXPORT_VERSION, "exporter": BERT_EXPORTER}
+    fp32_path = out / "model-fp32.onnx"
+    from fieldguide.bert_export import write_graph
+
+    write_graph(model["transformer_dir"], model["bert"], config["input_names"], model_id, fp32_path)
+    model["tokenizer"].save(str(out / TOKENIZER_FILE))
+    if reference == "auto":
+        reference = "sentence-transformers" if _sentence_transformers_installed() else "numpy"
+    config["reference"] = reference
+    if reference == "numpy":
+        from fieldguide.bert_export import reference_vectors
+
+        expected = reference_vectors(model["transformer_dir"], model["bert"], config, model["tokenizer"],
+                                     list(PROBE_TEXTS), model_id)
+    else:
+        expected = _sentence_transformers(model_path).encode(list(PROBE_TEXTS), normalize_embeddings=False,
+                                                              convert_to_numpy=True)
+    return _check_and_finish(out, fp32_path, config, expected, model_id, quantization)
+
+
+def _sentence_transformers_installed() -> bool:
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers"))
+    except (ImportError, ValueError):  # a module set to None in sys.modules: not usable
+        return False
+
+
+def _sentence_transformers(model_path: str):
+    try:
+        import torch  # noqa: F401  (checked here for a clear message)
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise ModelUnavailable(f"Exporting the embedding model to ONNX needs torch and sentence-transformers "
-                               f"({exc}); or set FIELDGUIDE_EMBEDDING_BACKEND=torch.") from exc
+        raise ModelUnavailable(f"This needs torch and sentence-transformers ({exc}): {TORCH_EXTRA}.") from exc
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # a "Loading weights" bar is noise here
     try:
-        model = SentenceTransformer(model_path, device="cpu")
+        return SentenceTransformer(model_path, device="cpu")
     except Exception as exc:
         raise ModelUnavailable(f"Cannot load the embedding model {model_path!r} to export it ({exc}).") from exc
+
+
+def _export_with_torch(model_path: str, model_id: str, quantization: str, out: Path, reason: str) -> dict:
+    """torch's exporter, for the models the torch-free one does not write (`reason`)."""
+    if not _sentence_transformers_installed():
+        raise ModelUnavailable(f"{reason}. Exporting it to ONNX needs torch and sentence-transformers: "
+                               f"{TORCH_EXTRA}.")
+    model = _sentence_transformers(model_path)
     config = _encoder_config(model, model_id, quantization)
+    config["exporter"] = "torch.onnx.export"
+    config["reference"] = "sentence-transformers"
     transformer = model[0]
-    names = config["input_names"]
-
     fp32_path = out / "model-fp32.onnx"
-    export_fp32_graph(transformer, model_id, names, fp32_path)
+    export_fp32_graph(transformer, model_id, config["input_names"], fp32_path)
     transformer.tokenizer.backend_tokenizer.save(str(out / TOKENIZER_FILE))
-
     reference = model.encode(list(PROBE_TEXTS), normalize_embeddings=False, convert_to_numpy=True)
+    return _check_and_finish(out, fp32_path, config, reference, model_id, quantization)
+
+
+def _check_and_finish(out: Path, fp32_path: Path, config: dict, reference, model_id: str, quantization: str) -> dict:
+    """Check the fp32 graph against `reference` (vectors of PROBE_TEXTS), quantise if asked, store
+    the optimised graph, check again, and write encoder.json."""
     config["fp32_probe_min_cosine"] = _probe_min_cosine(out, fp32_path.name, config, reference)
     if config["fp32_probe_min_cosine"] < FP32_MIN_COSINE:
         raise ModelUnavailable(
             f"The ONNX export of {model_id} does not reproduce its vectors (cosine "
-            f"{config['fp32_probe_min_cosine']:.4f} on probe texts); set FIELDGUIDE_EMBEDDING_BACKEND=torch.")
+            f"{config['fp32_probe_min_cosine']:.4f} against {config['reference']} on probe texts), so it is not "
+            "kept; set FIELDGUIDE_EMBEDDING_BACKEND=torch.")
     if quantization == "int8":
         _quantize(fp32_path, out / MODEL_FILE)
         fp32_path.unlink()
