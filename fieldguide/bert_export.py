@@ -32,9 +32,8 @@ import json
 import math
 from pathlib import Path
 
-from fieldguide.errors import ModelUnavailable
+from fieldguide.errors import TORCH_EXTRA, ModelUnavailable
 
-TORCH_EXTRA = "pip install 'fieldguide[torch]'"
 SUPPORTED_MODULES = {"Transformer", "Pooling", "Normalize"}
 POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len_tokens")
 # sentence-transformers' older Pooling config: one boolean per mode

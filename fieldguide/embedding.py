@@ -28,7 +28,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from fieldguide.errors import ModelUnavailable
+from fieldguide.errors import TORCH_EXTRA, ModelUnavailable
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 BACKENDS = ("onnx", "torch")
@@ -213,7 +213,11 @@ def _load(path: str, batch_size: int):
     try:
         from langchain_huggingface import HuggingFaceEmbeddings
         from transformers.utils import logging as transformers_logging
-
+    except ImportError as exc:  # the torch stack is an extra: the default backend does without it
+        raise ModelUnavailable(f"FIELDGUIDE_EMBEDDING_BACKEND=torch needs torch, sentence-transformers and "
+                               f"langchain-huggingface ({exc}): {TORCH_EXTRA}, or use the default onnx "
+                               "backend.") from exc
+    try:
         transformers_logging.disable_progress_bar()  # a "Loading weights" bar per load is noise
 
         return HuggingFaceEmbeddings(

@@ -1,5 +1,9 @@
 """Errors that reach the user as one clear sentence (the CLI prints them without a traceback)."""
 
+# What a message names when the torch stack (torch, sentence-transformers, langchain-huggingface) is
+# missing: an optional extra, needed by none of the defaults.
+TORCH_EXTRA = "pip install 'fieldguide[torch]'"
+
 
 class FieldguideError(Exception):
     """Base class: the message says what went wrong and what to do."""

@@ -46,8 +46,8 @@ import time
 from pathlib import Path
 
 from fieldguide.bert_export import EXPORTER as BERT_EXPORTER
-from fieldguide.bert_export import POOLING_MODES, SUPPORTED_MODULES, TORCH_EXTRA
-from fieldguide.errors import ModelUnavailable
+from fieldguide.bert_export import POOLING_MODES, SUPPORTED_MODULES
+from fieldguide.errors import TORCH_EXTRA, ModelUnavailable
 from fieldguide.onnx_embeddings import ENCODER_CONFIG, MODEL_FILE, TOKENIZER_FILE
 
 # Raise when the export itself changes (other graph, other quantiser options): old caches are
@@ -93,8 +93,10 @@ def export_dir(cache_dir: Path, model_id: str, model_path: str, quantization: st
     return cache_root(cache_dir) / f"{name}-{quantization}-{digest}"
 
 
-def ensure_export(cache_dir: Path, model_id: str, model_path: str, quantization: str, log=None) -> Path:
-    """The export folder for this model, exporting it first when it is not there yet."""
+def ensure_export(cache_dir: Path, model_id: str, model_path: str, quantization: str, log=None,
+                  reference: str = "auto") -> Path:
+    """The export folder for this model, exporting it first when it is not there yet (`reference`:
+    what the export is checked against, see `export_model`)."""
     target = export_dir(cache_dir, model_id, model_path, quantization)
     if (target / ENCODER_CONFIG).is_file():
         return target
@@ -109,7 +111,7 @@ def ensure_export(cache_dir: Path, model_id: str, model_path: str, quantization:
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".export-") as tmp:
             work = Path(tmp) / "out"
             work.mkdir()
-            export_model(model_path, model_id, quantization, work)
+            export_model(model_path, model_id, quantization, work, reference=reference)
             if target.exists():  # an unfinished folder left by a killed export
                 shutil.rmtree(target)
             os.replace(work, target)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from fieldguide.bm25 import B, HEADING_TF, K1, TermStats, document_words, relative_scores
-from fieldguide.errors import ModelUnavailable
+from fieldguide.errors import TORCH_EXTRA, ModelUnavailable
 from fieldguide.headings import breadcrumb as heading_breadcrumb
 
 LEXICAL_WEIGHT = 0.35
@@ -70,7 +70,11 @@ class CrossEncoderReranker:
 def load_cross_encoder(name_or_path: str):
     try:
         from sentence_transformers import CrossEncoder
-
+    except ImportError as exc:  # the torch stack is an extra: the fallback scorer does without it
+        raise ModelUnavailable(f"The reranker model {name_or_path!r} (FIELDGUIDE_RERANKER_MODEL) is a "
+                               f"sentence-transformers CrossEncoder, which needs torch ({exc}): "
+                               f"{TORCH_EXTRA}, or unset FIELDGUIDE_RERANKER_MODEL for the fallback scorer.") from exc
+    try:
         return CrossEncoder(name_or_path, device="cpu")
     except Exception as exc:  # missing weights offline, bad path ...
         raise ModelUnavailable(f"cannot load reranker model {name_or_path!r}: {exc}") from exc

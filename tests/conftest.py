@@ -12,6 +12,7 @@ own, dropped afterwards.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
 import os
 import uuid
@@ -126,6 +127,21 @@ def embeddings():
     from fieldguide.settings import Settings
 
     return load_embeddings(Settings())
+
+
+@pytest.fixture(scope="session")
+def torch_stack():
+    """torch, sentence-transformers and transformers (the `torch` extra), which none of the defaults
+    need: a test of the torch backend or a cross-encoder takes this fixture and skips without them,
+    unless the run asked for them (FIELDGUIDE_TEST_TORCH=1), where their absence fails it."""
+    from fieldguide.errors import TORCH_EXTRA
+
+    for name in ("torch", "sentence_transformers", "transformers"):
+        if os.environ.get("FIELDGUIDE_TEST_TORCH") == "1":
+            importlib.import_module(name)
+        else:
+            pytest.importorskip(name, reason=f"needs the torch extra ({TORCH_EXTRA}); FIELDGUIDE_TEST_TORCH=1 "
+                                             "makes its absence a failure")
 
 
 def _missing(message: str):

