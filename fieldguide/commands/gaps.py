@@ -117,6 +117,6 @@ def stale_report(settings, since: float, fmt: str) -> str:
 
             raise FieldguideError(f"collection {settings.collection} holds no index: run `fieldguide ingest DOCS_DIR` "
                                   "first")
-        current = index_version(store.file_records())
+        current = index_version(store.index_files())
         stale = stale_answers(records, current, store.texts, since)
     return render_stale(stale, fmt, current)

@@ -225,7 +225,7 @@ class Service:
         """The index's version (digest of its file manifest), read at most every
         INDEX_VERSION_SECONDS so a re-ingest shows up without a read per turn; None without a store."""
         store = getattr(self.resources, "store", None) if self.resources is not None else None
-        if store is None or not hasattr(store, "file_records"):
+        if store is None or not hasattr(store, "index_files"):
             return None
         now = time.monotonic()
         cached = self._index_version
@@ -234,7 +234,7 @@ class Service:
         from fieldguide.freshness import index_version
 
         try:
-            version = index_version(store.file_records()) or None
+            version = index_version(store.index_files()) or None
         except Exception:  # the store is down: the turn is stored without a version
             log.warning("could not read the index version")
             return cached[1] if cached else None
