@@ -232,7 +232,7 @@ def search_sections(query: str, index: SearchIndex, *, limit: int = DEFAULT_LIMI
     results = []
     for chunk in list(best.values())[:limit]:
         path = heading_labels(chunk.get("heading_path"))
-        title = path[-1] if path else _file_title(chunk.get("source") or "")
+        title = path[-1] if path else file_title(chunk.get("source") or "")
         results.append({
             "source": chunk.get("source"),
             "heading_path": path,
@@ -245,6 +245,7 @@ def search_sections(query: str, index: SearchIndex, *, limit: int = DEFAULT_LIMI
     return results
 
 
-def _file_title(source: str) -> str:
+def file_title(source: str) -> str:
+    """A page's title from its file name, for a page without headings."""
     name = source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return name.replace("-", " ").replace("_", " ").strip().capitalize() or source

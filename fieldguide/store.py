@@ -43,7 +43,7 @@ LEGACY_EMBEDDING_BACKEND = "torch"
 TERM_STATS_UUID = "00000000-0000-5000-8000-000000000002"
 # Manifest properties added after the first release: an older manifest collection gets them
 # added when the index is next written, and reads without them see None.
-PROFILE_PROPERTIES = ("calibration", "query_prompt", "passage_prompt", "term_stats")
+PROFILE_PROPERTIES = ("calibration", "query_prompt", "passage_prompt", "term_stats", "ingest_stamp")
 FILE_NAMESPACE = uuidlib.UUID("0f6b9a51-7c2e-5d4f-9a3b-1e2d3c4b5a69")
 LABEL_NAMESPACE = uuidlib.UUID("3c1f0e7a-2b9d-5e84-a6c1-7d5e4f3a2b10")
 # How long a store that found no `label` property on its collection (an index from before labels)
@@ -413,7 +413,8 @@ class ChunkStore:
                 "chunker_version": props.get("chunker_version"),
                 "embedding_backend": props.get("embedding_backend") or LEGACY_EMBEDDING_BACKEND,
                 "calibration": _json_or_none(props.get("calibration")),
-                "query_prompt": props.get("query_prompt"), "passage_prompt": props.get("passage_prompt")}
+                "query_prompt": props.get("query_prompt"), "passage_prompt": props.get("passage_prompt"),
+                "ingest_stamp": props.get("ingest_stamp")}
 
     @writing
     def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str,
@@ -480,6 +481,28 @@ class ChunkStore:
             manifest.data.replace(uuid=TERM_STATS_UUID, properties=properties)
         else:
             manifest.data.insert(properties=properties, uuid=TERM_STATS_UUID)
+
+    @writing
+    def set_ingest_stamp(self) -> str:
+        """Mark the index as changed by an ingest just now (what caches of the docs key on)."""
+        import time
+
+        stamp = f"{time.time():.6f}-{uuidlib.uuid4().hex[:8]}"
+        self.ensure_collections()  # an older manifest collection gains the property
+        self._use(self.manifest_name).data.update(uuid=MANIFEST_UUID, properties={"ingest_stamp": stamp})
+        return stamp
+
+    def iter_chunks(self, labels: Sequence[str] | None = None) -> Iterator[dict]:
+        """Every stored chunk record (with its `label`, when it has one); with `labels`, only the
+        chunks of those doc sets ("" stands for the unnamed set)."""
+        if not self.exists():
+            return
+        fields = [*SEARCH_FIELDS, "label"] if self._has_label_property() else list(SEARCH_FIELDS)
+        wanted = set(labels) if labels is not None else None
+        for obj in self.chunks.iterator(return_properties=fields):
+            record = _record(obj.properties, SEARCH_FIELDS)
+            if wanted is None or (record.get("label") or "") in wanted:
+                yield record
 
     @writing
     def set_term_stats(self, term_stats: str) -> None:

@@ -211,6 +211,8 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
                                    terms=terms, changed_chunks=summary.chunks_written + summary.chunks_deleted)
     if label:
         _label_profile(settings, store, embeddings, label, changed=changed, log=log)
+    if changed and store.exists() and hasattr(store, "set_ingest_stamp"):
+        store.set_ingest_stamp()
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 

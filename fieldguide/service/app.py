@@ -72,6 +72,8 @@ class FeedbackIn(BaseModel):
 class QuestionIn(BaseModel):
     question: str
     conversation_id: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    labels: list[str] | None = Field(None, max_length=50, description="Doc sets to answer from (default: "
+                                     "FIELDGUIDE_LABELS, else every set); an unknown label is refused.")
 
 
 def default_graph_factory(checkpointer=None):
@@ -110,6 +112,7 @@ class Service:
     _tidied_at: float = 0.0
     index_description: dict | None = None
     _index_version: tuple[float, str | None] | None = None
+    doc_sets: Any = None  # the index's doc set labels (search_routes.DocSets)
     _vector_space: str | None = None
 
     @property
@@ -136,15 +139,16 @@ class Service:
         False when the conversation is still answering."""
         return conversation.reserve()
 
-    async def begin_turn(self, conversation: Conversation, question: str) -> None:
-        self.start_turn(conversation, question)  # (async: background tasks that are not run in a thread)
+    async def begin_turn(self, conversation: Conversation, question: str, labels=None) -> None:
+        self.start_turn(conversation, question, labels)  # (async: background tasks that are not run in a thread)
 
-    def start_turn(self, conversation: Conversation, question: str) -> None:
+    def start_turn(self, conversation: Conversation, question: str, labels=None) -> None:
         conversation.reserved = False
         if conversation.evicted:
             return
+        options = {"labels": tuple(labels)} if labels else {}
         config = {
-            "configurable": {**self.configurable, "thread_id": conversation.id},
+            "configurable": {**options, **self.configurable, "thread_id": conversation.id},
             "metadata": {"conversation_id": conversation.id},
             "run_name": "conversation",
         }
@@ -394,6 +398,15 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         if len(question) > settings.max_question_chars:
             raise invalid("question", f"the question is longer than {settings.max_question_chars} characters",
                           f"{len(question)} characters")
+        labels = None
+        if body.labels:
+            from fieldguide.labels import InvalidLabel
+
+            try:
+                labels = await asyncio.to_thread(service.doc_sets.checked, body.labels)
+            except InvalidLabel as exc:
+                raise invalid("labels", str(exc), body.labels) from None
+
         def admit() -> tuple[Conversation | None, str | JSONResponse]:
             if body.conversation_id is not None:
                 conversation = conversations.get(body.conversation_id)
@@ -415,7 +428,7 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         if conversation is None:
             return stream_url
         # Started once the 202 is on the wire: a run's first steps cost CPU the reply need not wait for.
-        background.add_task(service.begin_turn, conversation, question)
+        background.add_task(service.begin_turn, conversation, question, labels)
         return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202,
                             background=background)
 
@@ -462,9 +475,12 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
             return JSONResponse(body)
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
+    from fieldguide.service.search_routes import add_search_routes
     from fieldguide.service.web import add_web_routes
 
-    add_web_routes(app, settings, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir)
+    add_search_routes(app, service)
+    add_web_routes(app, settings, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir,
+                   label_root=service.doc_sets.root)
     if langserve:
         from fieldguide.service.rag import add_rag_routes
 
