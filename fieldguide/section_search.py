@@ -11,14 +11,16 @@ tool `search_docs` or an answer ranks above another is ranked above it here too.
 * no routing, calibration cut or reassembly: a search box lists what matches best, it does not
   decide whether the docs answer;
 * typing: the last word of a query that does not end in a space is usually cut short ("how do I
-  exp"). When it is no word of the index, it is completed to the index's most common word that
-  starts with it ("export"), for the vector and the scorer alike; a word the index knows is left
-  as typed, so a finished query ranks exactly as the pipeline ranks it.
+  exp"). When it is no word of the index, the scorer reads it completed: to the word starting with
+  it that the candidates found for the query as typed hold most, weighted by its rarity in the
+  index (`complete_fragment`: "booking fo" reads "booking form" among the booking form's sections,
+  not "booking for"). The vector is the query's as typed (one embedding per keystroke). A last
+  word the index knows is left as it is, so a finished query ranks exactly as the pipeline does.
 * query vectors are cached (`QueryVectors`): a reader who types, deletes and retypes, or many
   readers who type the same start of a question, pay for the embedding once.
 
 Snippets are HTML: the chunk's text as a reader sees it (Markdown links and images reduced to
-their text, formatting marks dropped), HTML-escaped, with `<mark>` around the words that match
+their text, formatting marks dropped, any HTML in the docs shown as text), HTML-escaped, with `<mark>` around the words that match
 the query's distinctive words (those fewer than half the index's chunks hold, by its own term
 statistics: no stop list, in any language).
 """
@@ -44,9 +46,11 @@ SNIPPET_CHARS = 180
 COMMON_SHARE = 0.5
 # A typed fragment shorter than this is not completed (one letter matches everything).
 MIN_FRAGMENT = 2
-COMPLETION_SCAN = 5000  # words of the vocabulary looked through per completion, at most
 
-_FORMAT = re.compile(r"(^|\n)\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)|[*_`~|]+|<[^>\n]{1,200}>")
+# Block marks at a line's start, emphasis and table pipes, and the HTML that only draws (images,
+# line breaks); other tags stay as text: docs that show an embed code mean it to be read.
+_FORMAT = re.compile(r"(^|\n)\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)|[*_`~|]+|<(?:img|br)\b[^>\n]{0,300}>",
+                     re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -67,43 +71,33 @@ def clean_query(query: str | None, max_chars: int = MAX_QUERY_CHARS) -> str:
     return text + (" " if raw[-1:].isspace() else "")
 
 
-class Vocabulary:
-    """The index's words in order, with how many chunks hold each: for completing a typed
-    fragment to the most common word it starts."""
-
-    def __init__(self, document_frequency: dict[str, int]):
-        self.frequency = document_frequency
-        self.terms = sorted(document_frequency)
-
-    def complete(self, fragment: str) -> str | None:
-        """The most common word of the index that starts with `fragment` (and is longer); None
-        when `fragment` is a word of the index itself, too short, or starts none."""
-        fragment = normalise(fragment)
-        if len(fragment) < MIN_FRAGMENT or fragment in self.frequency:
-            return None
-        start = bisect.bisect_left(self.terms, fragment)
-        best, best_count = None, 0
-        for term in self.terms[start:start + COMPLETION_SCAN]:
-            if not term.startswith(fragment):
-                break
-            count = self.frequency[term]
-            if count > best_count:
-                best, best_count = term, count
-        return best
-
-
-def completed_query(query: str, vocabulary: Vocabulary | None) -> str:
-    """`query` with its unfinished last word completed (see the module doc); as typed when it
-    ends in a blank or the last word is a word of the index."""
-    if vocabulary is None or query.endswith(" "):
-        return query.strip()
+def last_fragment(query: str) -> str | None:
+    """The unfinished last word of a query being typed (None when it ends in a blank)."""
+    if query.endswith(" "):
+        return None
     match = re.search(r"(\w+)$", query, re.UNICODE)
-    if match is None:
-        return query.strip()
-    completion = vocabulary.complete(match.group(1))
-    if completion is None:
-        return query.strip()
-    return (query[:match.start(1)] + completion).strip()
+    return match.group(1) if match else None
+
+
+def complete_fragment(fragment: str, candidates: Sequence[dict], term_stats) -> str | None:
+    """The word `fragment` most likely begins, from what the candidates hold (see the module doc);
+    None when `fragment` is a word of the index itself, too short, or begins no candidate's word."""
+    from fieldguide.bm25 import document_words
+
+    fragment = normalise(fragment)
+    if len(fragment) < MIN_FRAGMENT:
+        return None
+    if term_stats is not None and fragment in term_stats.document_frequency:
+        return None
+    held: dict[str, int] = {}
+    for candidate in candidates:
+        for word in set(document_words(candidate.get("heading_path"), candidate.get("text") or "")):
+            if word.startswith(fragment) and word != fragment:
+                held[word] = held.get(word, 0) + 1
+    if not held:
+        return None
+    rarity = term_stats.idf if term_stats is not None and term_stats.documents else (lambda word: 1.0)
+    return max(sorted(held), key=lambda word: held[word] * rarity(word))
 
 
 class QueryVectors:
@@ -130,7 +124,7 @@ class QueryVectors:
 
 
 def plain_text(markdown: str) -> str:
-    """Chunk Markdown as a reader would read it in one line: link texts, no marks, no tags."""
+    """Chunk Markdown as a reader would read it in one line: link texts, no marks, no images."""
     text = link_texts(markdown or "")
     text = _FORMAT.sub(lambda m: (m.group(1) or "") if m.group(2) else " ", text)
     return _SPACE.sub(" ", text).strip()
@@ -150,12 +144,12 @@ def snippet(text: str, query_words: Sequence[str], prefix: str | None = None, si
     escaped, each match in <mark>. A word matches a query word it equals or begins with (at
     least three letters: "export" marks "exporting"), or `prefix`, the unfinished last word."""
     wanted = [w for w in query_words if w]
-    if prefix:
-        wanted.append(normalise(prefix))
+    start_of = normalise(prefix) if prefix else None
 
     def matches(token: str) -> bool:
         folded = normalise(token)
-        return any(folded == w or (len(w) >= 3 and folded.startswith(w)) for w in wanted)
+        return (any(folded == w or (len(w) >= 3 and folded.startswith(w)) for w in wanted)
+                or bool(start_of and folded.startswith(start_of)))
 
     spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text) if matches(m.group(0))]
     start = 0
@@ -190,7 +184,6 @@ class SearchIndex:
     vectors: Callable[[str], list[float]]
     scorer: Any
     term_stats: Any
-    vocabulary: Vocabulary | None = None
 
 
 def section_key(chunk: dict) -> tuple:
@@ -198,37 +191,42 @@ def section_key(chunk: dict) -> tuple:
 
 
 def ranked_chunks(query: str, index: SearchIndex, *, search_k: int, min_similarity: float,
-                  hybrid_alpha: float | None = None) -> list[dict]:
-    """The pipeline's candidates for `query`, scored by its scorer, best first (each with
-    `similarity` and `rerank_score`), as its search, threshold and rerank steps make them."""
+                  hybrid_alpha: float | None = None, complete: bool = False) -> tuple[list[dict], str]:
+    """(the pipeline's candidates for `query` scored by its scorer, best first, each with
+    `similarity` and `rerank_score`, as its search, threshold and rerank steps make them; the
+    query the scorer read). `complete`: the query is being typed (`complete_fragment`)."""
+    query = query.strip()
     vector = index.vectors(query)
     if hybrid_alpha is None:
         found = index.store.near_vector(vector, search_k)
     else:
         found = index.store.hybrid(query, vector, search_k, alpha=hybrid_alpha)
     candidates = [dict(c) for c in found if c["similarity"] >= min_similarity]
-    scores = index.scorer.score(query, candidates, term_stats=index.term_stats)
+    scored = query
+    fragment = last_fragment(query) if complete else None
+    completion = complete_fragment(fragment, candidates, index.term_stats) if fragment else None
+    if completion:
+        scored = query[:len(query) - len(fragment)] + completion
+    scores = index.scorer.score(scored, candidates, term_stats=index.term_stats)
     for candidate, value in zip(candidates, scores):
         candidate["rerank_score"] = round(float(value), 4)
     candidates.sort(key=lambda c: -c["rerank_score"])  # stable: ties keep the search's order
-    return candidates
+    return candidates, scored
 
 
 def search_sections(query: str, index: SearchIndex, *, limit: int = DEFAULT_LIMIT, search_k: int = 20,
                     min_similarity: float = 0.25, hybrid_alpha: float | None = None,
                     url_for: Callable[[dict], str | None] = lambda chunk: None) -> list[dict]:
-    """Ranked sections for `query` (already `clean_query`-ed): {"source", "heading_path",
-    "title", "snippet", "url", "score", "label"}, best first, one per section."""
-    typed = query
-    query = completed_query(query, index.vocabulary)
-    ranked = ranked_chunks(query, index, search_k=search_k, min_similarity=min_similarity, hybrid_alpha=hybrid_alpha)
+    """Ranked sections for `query` (as `clean_query` leaves it: a trailing blank says the last
+    word is finished): {"source", "heading_path", "title", "snippet", "url", "score", "label"},
+    best first, one per section."""
+    ranked, scored = ranked_chunks(query, index, search_k=search_k, min_similarity=min_similarity,
+                                   hybrid_alpha=hybrid_alpha, complete=True)
     best: dict[tuple, dict] = {}
     for chunk in ranked:
         best.setdefault(section_key(chunk), chunk)
-    fragment = None
-    if not typed.endswith(" ") and query != typed.strip():
-        fragment = re.search(r"(\w+)$", typed, re.UNICODE).group(1)  # the unfinished word, as typed
-    highlight = marked_words(query, index.term_stats)
+    fragment = last_fragment(query)  # marked where a word starts with it, as typed
+    highlight = marked_words(scored, index.term_stats)
     results = []
     for chunk in list(best.values())[:limit]:
         path = heading_labels(chunk.get("heading_path"))

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from fieldguide.labels import InvalidLabel, check_known, parse_labels
 from fieldguide.section_search import (
-    DEFAULT_LIMIT, MAX_LIMIT, InvalidQuery, QueryVectors, SearchIndex, Vocabulary, clean_query, search_sections)
+    DEFAULT_LIMIT, MAX_LIMIT, InvalidQuery, QueryVectors, SearchIndex, clean_query, search_sections)
 from fieldguide.source_links import source_url
 
 LABELS_SECONDS = 5.0
@@ -85,7 +85,6 @@ class InstantSearch:
         self.resources = resources
         self.settings = settings
         self._vectors: QueryVectors | None = None
-        self._vocabulary: tuple[Any, Vocabulary | None] | None = None
         self._lock = threading.Lock()
 
     def index(self, labels) -> SearchIndex:
@@ -94,13 +93,9 @@ class InstantSearch:
         with self._lock:
             if self._vectors is None:
                 self._vectors = QueryVectors(resources.embeddings)
-            term_stats = resources.term_stats
-            if self._vocabulary is None or self._vocabulary[0] is not term_stats:
-                vocabulary = Vocabulary(term_stats.document_frequency) if term_stats is not None else None
-                self._vocabulary = (term_stats, vocabulary)
         store = resources.store.limited_to(labels) if labels else resources.store
-        return SearchIndex(store=store, vectors=self._vectors, scorer=resources.reranker, term_stats=term_stats,
-                           vocabulary=self._vocabulary[1])
+        return SearchIndex(store=store, vectors=self._vectors, scorer=resources.reranker,
+                           term_stats=resources.term_stats)
 
     def search(self, query: str, limit: int, labels) -> list[dict]:
         settings = self.settings
