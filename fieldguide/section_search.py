@@ -216,12 +216,13 @@ def ranked_chunks(query: str, index: SearchIndex, *, search_k: int, min_similari
 
 def search_sections(query: str, index: SearchIndex, *, limit: int = DEFAULT_LIMIT, search_k: int = 20,
                     min_similarity: float = 0.25, hybrid_alpha: float | None = None,
-                    url_for: Callable[[dict], str | None] = lambda chunk: None) -> list[dict]:
+                    url_for: Callable[[dict], str | None] = lambda chunk: None, complete: bool = True) -> list[dict]:
     """Ranked sections for `query` (as `clean_query` leaves it: a trailing blank says the last
     word is finished): {"source", "heading_path", "title", "snippet", "url", "score", "label"},
-    best first, one per section."""
+    best first, one per section. `complete=False` reads an unfinished last word as typed (only
+    to measure what completing it buys)."""
     ranked, scored = ranked_chunks(query, index, search_k=search_k, min_similarity=min_similarity,
-                                   hybrid_alpha=hybrid_alpha, complete=True)
+                                   hybrid_alpha=hybrid_alpha, complete=complete)
     best: dict[tuple, dict] = {}
     for chunk in ranked:
         best.setdefault(section_key(chunk), chunk)
