@@ -389,6 +389,8 @@ class ChunkStore:
     def _label_object(self, label: str) -> None:
         """Make sure the label has its object in the manifest collection."""
         manifest = self._use(self.manifest_name)
+        if not any(prop.name == "label" for prop in manifest.config.get().properties):
+            self.ensure_collections()  # a manifest from before labels gains the property
         if not manifest.data.exists(label_uuid(label)):
             manifest.data.insert(properties={"label": label}, uuid=label_uuid(label))
 

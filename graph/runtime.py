@@ -281,6 +281,7 @@ class Resources:
         self._text_vectors = None
         self._term_stats = None
         self._calibration = None
+        self._label_calibrations: dict[str, Any] = {}
         self._intent_prototypes = None
         self._token_counter = None
         self._options: dict[tuple, QueryOptions] = {}
@@ -364,7 +365,7 @@ class Resources:
             return self.calibration
         label = labels[0]
         with self._lock:
-            cache = self.__dict__.setdefault("_label_calibrations", {})
+            cache = self._label_calibrations
             if label not in cache:
                 from fieldguide.calibration import Calibration, scorer_scale
 

@@ -44,7 +44,7 @@ def test_labelled_sets_live_side_by_side_and_an_ingest_touches_only_its_own(two_
         v1 = snapshot(store, "v1")
         v2 = snapshot(store, "v2")
         # the same files and headings, yet no id is shared: both sets are whole
-        assert len(v1) == len(v2) == 7 and not set(v1) & set(v2)
+        assert len(v1) == len(v2) >= 3 and not set(v1) & set(v2)
         assert store.for_label("v1").file_records().keys() == {"accounts.md", "export.md", "sync.md"}
         assert store.for_label(None).file_records() == {}  # no unnamed set yet
         assert store.for_label("v2").docs_root() == str(folders["v2"].resolve())
@@ -60,17 +60,19 @@ def test_labelled_sets_live_side_by_side_and_an_ingest_touches_only_its_own(two_
         # the unnamed set comes and goes beside them without touching either
         unnamed = write_version(tmp_path / "unnamed", "v1")
         ingest_folder(unnamed, settings, progress=False, embeddings=embeddings)
-        assert snapshot(store, "v1") == v1 and len(snapshot(store, "")) == 7
+        assert snapshot(store, "v1") == v1 and len(snapshot(store, "")) == len(v1)
         (unnamed / "accounts.md").unlink()
         ingest_folder(unnamed, settings, progress=False, embeddings=embeddings)
-        assert snapshot(store, "v1") == v1 and len(snapshot(store, "")) == 6
+        assert snapshot(store, "v1") == v1
+        assert {source for _, source, _ in snapshot(store, "").values()} == {"export.md", "sync.md"}
+        unnamed_chunks = snapshot(store, "")
         v2 = snapshot(store, "v2")
 
         # rebuilding one set rebuilds that set only
         summary = ingest_folder(folders["v1"], settings, progress=False, embeddings=embeddings, label="v1",
                                 reindex=True)
-        assert summary.files_added == 3 and summary.chunks_deleted == 7
-        assert snapshot(store, "v1") == v1 and snapshot(store, "v2") == v2 and len(snapshot(store, "")) == 6
+        assert summary.files_added == 3 and summary.chunks_deleted == len(v1)
+        assert snapshot(store, "v1") == v1 and snapshot(store, "v2") == v2 and snapshot(store, "") == unnamed_chunks
 
         # a label's folder is mirrored per label: another folder under v1 is refused, nothing deleted
         other = tmp_path / "other"
@@ -81,8 +83,8 @@ def test_labelled_sets_live_side_by_side_and_an_ingest_touches_only_its_own(two_
         assert snapshot(store, "v1") == v1
 
         # each set has its own calibration, measured on its own chunks
-        assert store.label_calibration("v1")["chunks"] == 7
-        assert store.label_calibration("v2")["chunks"] == 4
+        assert store.label_calibration("v1")["chunks"] == len(v1)
+        assert store.label_calibration("v2")["chunks"] == len(v2)
 
 
 @pytest.mark.parametrize("question", [
