@@ -47,10 +47,12 @@ COMMON_SHARE = 0.5
 # A typed fragment shorter than this is not completed (one letter matches everything).
 MIN_FRAGMENT = 2
 
-# Block marks at a line's start, emphasis and table pipes, and the HTML that only draws (images,
-# line breaks); other tags stay as text: docs that show an embed code mean it to be read.
-_FORMAT = re.compile(r"(^|\n)\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)|[*_`~|]+|<(?:img|br)\b[^>\n]{0,300}>",
-                     re.IGNORECASE)
+# Block marks at a line's start, and the HTML that only draws (images, line breaks): a blank.
+# Other tags stay as text: docs that show an embed code mean it to be read.
+_BLOCK = re.compile(r"(^|\n)\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)|<(?:img|br)\b[^>\n]{0,300}>|\|",
+                    re.IGNORECASE)
+# Emphasis and code marks: gone (an underscore only at a word's edge: snake_case stays).
+_EMPHASIS = re.compile(r"[*`~]+|(?<!\w)_+|_+(?!\w)")
 _SPACE = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -125,8 +127,7 @@ class QueryVectors:
 
 def plain_text(markdown: str) -> str:
     """Chunk Markdown as a reader would read it in one line: link texts, no marks, no images."""
-    text = link_texts(markdown or "")
-    text = _FORMAT.sub(lambda m: (m.group(1) or "") if m.group(2) else " ", text)
+    text = _EMPHASIS.sub("", _BLOCK.sub(" ", link_texts(markdown or "")))
     return _SPACE.sub(" ", text).strip()
 
 

@@ -34,7 +34,8 @@ def test_a_fragment_is_completed_from_the_candidates_weighted_by_rarity():
 
 def test_snippets_escape_the_text_and_mark_only_matches():
     text = plain_text("## Embed\n\nPaste <script>alert('x')</script> & the **launcher** [appears](x.md) here.")
-    assert "<script>" in text and "**" not in text and "x.md" not in text
+    assert "<script>" in text and "**" not in text and "x.md" not in text and "the launcher appears" in text
+    assert plain_text("| a | b_c |\n|---|---|\n| (**Settings** menu) | _x_ |") == "a b_c --- --- (Settings menu) x"
     html = snippet(text, ["launcher"], prefix="app")
     assert "&lt;script&gt;" in html and "&amp;" in html
     assert "<mark>launcher</mark>" in html and "<mark>appears</mark>" in html
