@@ -172,7 +172,7 @@ class Service:
             except Exception:  # the answer is out; a checkpoint store that is down is reported elsewhere
                 log.exception("could not tidy the checkpoints of conversation %s", conversation.id)
             try:
-                self._finish_record(record, outcome, conversation.cancel_reason)
+                self._finish_record(record, outcome, conversation.cancel_reason, config["configurable"].get("labels"))
             finally:
                 # Only now do the readers' streams end: a reader that has read the turn to its end
                 # finds it stored (its record, for feedback and `fieldguide gaps`, and its checkpoint).
@@ -187,7 +187,7 @@ class Service:
             log.exception("could not record the turn of conversation %s", conversation_id)
             return None
 
-    def _finish_record(self, record, outcome, cancel_reason: str | None) -> None:
+    def _finish_record(self, record, outcome, cancel_reason: str | None, labels=None) -> None:
         if record is None:
             return
         try:
@@ -195,10 +195,19 @@ class Service:
                 record = record.finish("error", error=cancel_reason or "the answer was cancelled")
             else:
                 final = self._with_question_vector(self._with_freshness(outcome.final), outcome.query_vector)
+                final = self._with_labels(final, labels)
                 record = record.finish(outcome.status, final, outcome.error)
             self.state.turns.finish(record)
         except Exception:
             log.exception("could not store the turn of conversation %s", record.conversation_id)
+
+    def _with_labels(self, final: dict | None, labels) -> dict | None:
+        """The final state with the doc sets the question was limited to (the default set when it
+        named none), so the gap report can be made per label."""
+        from fieldguide.labels import parse_labels
+
+        chosen = labels or parse_labels(self.settings.labels)
+        return {**(final or {}), "labels": list(chosen)} if chosen else final
 
     def _with_freshness(self, final: dict | None) -> dict | None:
         """The final state with what freshness needs: the index version it was answered from

@@ -47,12 +47,19 @@ def indexed(weaviate_service, embeddings, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def base(indexed):
+def served(indexed):
+    """(base URL, app) of the real service over the index."""
     from fieldguide.service import create_app
 
     settings, _ = indexed
-    with serve(create_app(settings)) as url:
-        yield url
+    app = create_app(settings)
+    with serve(app) as url:
+        yield url, app
+
+
+@pytest.fixture(scope="module")
+def base(served):
+    return served[0]
 
 
 def search(base, q, **params):
@@ -214,3 +221,26 @@ def test_llms_txt_lists_every_page_and_llms_full_txt_holds_them(base, indexed, e
     changed = httpx.get(base + "/llms-full.txt", params={"label": "v2"}, timeout=60).text
     assert "carrier pigeon" in changed and "live sync channel" not in changed
     assert quote("v2") in changed
+
+
+def test_the_gap_report_and_stored_turns_are_per_label(served, indexed):
+    from fieldguide.commands.gaps import of_label, report_for
+    from fieldguide.gaps import problem_turns
+
+    base, app = served
+    settings, _ = indexed
+    question = "How do I bake sourdough bread at home?"
+    with httpx.Client(timeout=300) as client:
+        started = client.post(base + "/conversations", json={"question": question, "labels": ["v1"]}).json()
+        with client.stream("GET", base + started["stream_url"]) as response:
+            events = list(iter_sse(response))
+    assert events[-1].event == "done" and events[-1].json["abstain"] is True
+    service = app.state.service
+    (record,) = service.state.turns.turns(started["conversation_id"])
+    assert record.labels == ["v1"]
+
+    def asked(label):
+        summary = problem_turns(of_label(service.state.turns.turns_since(0.0), label))
+        report = report_for(summary, settings, None, service.resources, label).to_dict()
+        return [q for c in report["clusters"] for q in c["questions"]]
+    assert question in asked("v1") and question not in asked("v2")
