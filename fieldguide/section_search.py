@@ -14,8 +14,11 @@ tool `search_docs` or an answer ranks above another is ranked above it here too.
   exp"). When it is no word of the index, the scorer reads it completed: to the word starting with
   it that the candidates found for the query as typed hold most, weighted by its rarity in the
   index (`complete_fragment`: "booking fo" reads "booking form" among the booking form's sections,
-  not "booking for"). The vector is the query's as typed (one embedding per keystroke). A last
-  word the index knows is left as it is, so a finished query ranks exactly as the pipeline does.
+  not "booking for"). The vector is that of the words finished so far ("booking"): the embedding
+  model, which dominates a search's time, then runs once per word typed instead of once per
+  keystroke (the vectors are cached), and a cut-off word, which the model would read as noise
+  word pieces, does not move the search. A last word the index knows is read as it is, vector and
+  all, so a finished query ranks exactly as the pipeline ranks it.
 * query vectors are cached (`QueryVectors`): a reader who types, deletes and retypes, or many
   readers who type the same start of a question, pay for the embedding once.
 
@@ -79,6 +82,11 @@ def last_fragment(query: str) -> str | None:
         return None
     match = re.search(r"(\w+)$", query, re.UNICODE)
     return match.group(1) if match else None
+
+
+def is_known_word(word: str, term_stats) -> bool:
+    """Whether the index holds `word` (without term statistics every word counts as known)."""
+    return term_stats is None or normalise(word) in term_stats.document_frequency
 
 
 def complete_fragment(fragment: str, candidates: Sequence[dict], term_stats) -> str | None:
@@ -196,15 +204,20 @@ def ranked_chunks(query: str, index: SearchIndex, *, search_k: int, min_similari
     """(the pipeline's candidates for `query` scored by its scorer, best first, each with
     `similarity` and `rerank_score`, as its search, threshold and rerank steps make them; the
     query the scorer read). `complete`: the query is being typed (`complete_fragment`)."""
+    fragment = last_fragment(query) if complete else None
     query = query.strip()
-    vector = index.vectors(query)
+    finished = query
+    if fragment and not is_known_word(fragment, index.term_stats):
+        finished = query[:len(query) - len(fragment)].strip() or query  # the words typed to their end
+    else:
+        fragment = None
+    vector = index.vectors(finished)
     if hybrid_alpha is None:
         found = index.store.near_vector(vector, search_k)
     else:
         found = index.store.hybrid(query, vector, search_k, alpha=hybrid_alpha)
     candidates = [dict(c) for c in found if c["similarity"] >= min_similarity]
     scored = query
-    fragment = last_fragment(query) if complete else None
     completion = complete_fragment(fragment, candidates, index.term_stats) if fragment else None
     if completion:
         scored = query[:len(query) - len(fragment)] + completion
