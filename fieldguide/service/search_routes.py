@@ -171,7 +171,8 @@ def add_search_routes(app: FastAPI, service) -> None:
         if instant is None:
             return no_index()
         try:
-            labels = await asyncio.to_thread(doc_sets.checked, label)
+            # checking labels reads the store (cached for a few seconds): no thread hop when none is named
+            labels = await asyncio.to_thread(doc_sets.checked, label) if label or settings.labels else None
         except InvalidLabel as exc:
             raise query_error("label", str(exc), label) from None
         results = await asyncio.to_thread(instant.search, query, limit, labels)

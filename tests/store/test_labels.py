@@ -127,3 +127,27 @@ def test_the_cli_limits_with_label_and_fieldguide_labels_and_refuses_an_unknown_
     assert unknown.returncode == 1 and "unknown label 'v3'" in unknown.stderr and not unknown.stdout
     bad = retrieve("--label", "no spaces allowed")
     assert bad.returncode == 2 and "invalid label" in bad.stderr
+
+
+def test_a_config_file_ingests_each_folder_under_its_label(weaviate_settings, tmp_path):
+    from fieldguide.store import open_store
+
+    for version in ("v1", "v2"):
+        write_version(tmp_path / "docs" / version, version)
+    config = tmp_path / "docsets.toml"
+    config.write_text('[[docset]]\nlabel = "v1"\nfolder = "docs/v1"\n\n[[docset]]\nlabel = "v2"\nfolder = "docs/v2"\n')
+    env = dict(os.environ, FIELDGUIDE_COLLECTION=weaviate_settings.collection,
+               FIELDGUIDE_DATA_DIR=str(tmp_path / "data"), FIELDGUIDE_WEAVIATE_URL=weaviate_settings.weaviate_url,
+               FIELDGUIDE_WEAVIATE_GRPC_PORT=str(weaviate_settings.weaviate_grpc_port))
+    done = subprocess.run([sys.executable, "-m", "fieldguide.cli", "ingest", "--config", str(config), "--json"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summaries = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(s["label"], s["files_added"]) for s in summaries] == [("v1", 3), ("v2", 3)]
+    with open_store(weaviate_settings) as store:
+        assert store.known_labels() == {"v1": str((tmp_path / "docs" / "v1").resolve()),
+                                        "v2": str((tmp_path / "docs" / "v2").resolve())}
+    config.write_text('[[docset]]\nlabel = "v1"\nfolder = "docs/v1"\n\n[[docset]]\nlabel = "v1"\nfolder = "docs/v2"\n')
+    twice = subprocess.run([sys.executable, "-m", "fieldguide.cli", "ingest", "--config", str(config)],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert twice.returncode == 1 and "listed twice" in twice.stderr
