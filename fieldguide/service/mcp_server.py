@@ -6,7 +6,9 @@ Tools:
 
 `labels` limits either to those doc sets (versions, products; default: the server's default set,
 `--label` / FIELDGUIDE_LABELS, else every set); an unknown label is a tool error. search_docs
-ranks as the pipeline does, and so as `GET /search` does (the same search, threshold and scorer).
+ranks as the pipeline does, and so as `GET /search` does for a finished query (the same search,
+threshold and scorer; /search reads an unfinished last word differently, see
+`fieldguide.section_search`).
 Resources:
     fieldguide://docs/{path}  every Markdown file of the docs folder, as written
 
