@@ -44,7 +44,8 @@ def cited_sections(final: dict[str, Any]) -> list[dict]:
         seen.add(block["chunk_id"])
         sections.append({"chunk_id": block["chunk_id"], "source": block.get("source", ""),
                          "heading_path": list(block.get("heading_path") or []),
-                         "digest": text_digest(block.get("text"))})
+                         "digest": text_digest(block.get("text")),
+                         **({"label": block["label"]} if block.get("label") else {})})
     return sections
 
 
@@ -87,7 +88,10 @@ def stale_answers(turns: Iterable[Any], current_version: str, lookup, since: flo
 
 
 def _where(section: dict) -> dict:
-    return {"source": section.get("source", ""), "heading_path": list(section.get("heading_path") or [])}
+    where = {"source": section.get("source", ""), "heading_path": list(section.get("heading_path") or [])}
+    if section.get("label"):  # which doc set the file is of
+        where["label"] = section["label"]
+    return where
 
 
 def render_stale(stale: Sequence[dict], fmt: str, current_version: str) -> str:

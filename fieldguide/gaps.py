@@ -383,10 +383,13 @@ class BroadSearch:
     """The broader search a cluster gets: dense + hybrid candidates scored by the pipeline's
     scorer, best score per section."""
 
-    def __init__(self, resources, k: int = BROAD_K):
+    def __init__(self, resources, k: int = BROAD_K, labels=None):
+        """`labels`: search those doc sets alone, judged by their calibration (one label's own)."""
         self.resources = resources
         self.k = k
-        self.calibration = resources.calibration
+        self.labels = tuple(labels) if labels else None
+        calibration_for = getattr(resources, "calibration_for", None)
+        self.calibration = calibration_for(self.labels) if calibration_for else resources.calibration
         self.term_stats = resources.term_stats
         self._headings: dict[str, int] | None = None
 
@@ -422,6 +425,8 @@ class BroadSearch:
     def candidates(self, question: str, vector: Sequence[float]) -> list[dict]:
         """The broader pool of one wording: `k` dense and `k` hybrid candidates, each chunk once."""
         store = self.resources.store
+        if self.labels:
+            store = store.limited_to(self.labels)
         pool = {c["chunk_id"]: c for c in store.near_vector(vector, self.k)}
         for c in store.hybrid(question, vector, self.k):
             pool.setdefault(c["chunk_id"], c)

@@ -126,11 +126,13 @@ def failure_text(exc: BaseException) -> str:
 class open_resources:
     """`with open_resources(settings) as resources:` store opened and index checked; closed after.
 
-    Refuses an empty collection (nothing ingested) and one built with another embedding model.
+    Refuses an empty collection (nothing ingested), one built with another embedding model, and
+    doc set labels (`labels`, and the settings' default set) the index does not hold.
     """
 
-    def __init__(self, settings):
+    def __init__(self, settings, labels=None):
         self.settings = settings
+        self.labels = labels
 
     def __enter__(self):
         from fieldguide.errors import FieldguideError
@@ -142,6 +144,11 @@ class open_resources:
                 raise FieldguideError(
                     f"collection {self.settings.collection} holds no index: run `fieldguide ingest DOCS_DIR` first")
             self.resources.check_manifest()
+            from fieldguide.labels import check_known, parse_labels
+
+            wanted = [*(parse_labels(self.settings.labels) or ()), *(parse_labels(self.labels) or ())]
+            if wanted:
+                check_known(wanted, self.resources.store.known_labels())
         except BaseException:
             self.resources.close()
             raise

@@ -111,6 +111,9 @@ class Settings(BaseSettings):
         True, description="Add a subsection hit's parent section intro (its own first part) when the budget allows.")
     dedupe: bool = Field(
         False, description="Drop a candidate that nearly repeats a better-ranked one's text before the chunk cap.")
+    labels: str | None = Field(
+        None, description="Comma-separated doc sets (labels given at ingest) questions and searches are limited to "
+        "when they name none; unset: every doc set.")
 
     # --- generation -------------------------------------------------------------------
     chat_provider: str = Field("local", description="`local` (GGUF via llama.cpp) or `openai` (compatible endpoint).")

@@ -11,6 +11,14 @@
 * `<Collection>Files` holds one object per source file (sha256 of its raw bytes, chunk count):
   what incremental ingest compares against.
 
+Doc sets (labels): one collection may hold several labelled doc sets (`v1`, `v2`, `admin-guide`),
+each ingested from its own folder, beside the unnamed set (chunks with no label, as every index
+had before labels). A chunk and a file record carry their set's `label`; a store made
+`for_label(name)` reads and writes only that set's files and chunks (an ingest), so mirroring one
+folder never deletes another set's; a store `limited_to(labels)` searches only those sets (a
+Weaviate filter). Each label has a small object of its own in the manifest collection: its docs
+folder and its calibration.
+
 `open_store()` connects to `FIELDGUIDE_WEAVIATE_URL` when set, otherwise to the locally managed
 server (`fieldguide.weaviate_server`), starting it when needed. Either may be several nodes: every
 call then runs on a node that answers (`fieldguide.weaviate_nodes`), the collections are created
@@ -35,8 +43,12 @@ LEGACY_EMBEDDING_BACKEND = "torch"
 TERM_STATS_UUID = "00000000-0000-5000-8000-000000000002"
 # Manifest properties added after the first release: an older manifest collection gets them
 # added when the index is next written, and reads without them see None.
-PROFILE_PROPERTIES = ("calibration", "query_prompt", "passage_prompt", "term_stats")
+PROFILE_PROPERTIES = ("calibration", "query_prompt", "passage_prompt", "term_stats", "ingest_stamp")
 FILE_NAMESPACE = uuidlib.UUID("0f6b9a51-7c2e-5d4f-9a3b-1e2d3c4b5a69")
+LABEL_NAMESPACE = uuidlib.UUID("3c1f0e7a-2b9d-5e84-a6c1-7d5e4f3a2b10")
+# How long a store that found no `label` property on its collection (an index from before labels)
+# trusts that: a labelled ingest by another process adds it.
+LABEL_PROPERTY_RECHECK_SECONDS = 30.0
 
 # chunk record fields (DESIGN's chunk table) and how Weaviate stores them
 TEXT_FIELDS_FILTERED = ("chunk_id", "group_id", "chunk_type", "content_kind", "source")
@@ -67,8 +79,14 @@ def _search_threads() -> concurrent.futures.ThreadPoolExecutor:
         return _search_pool
 
 
-def file_uuid(source: str) -> str:
-    return str(uuidlib.uuid5(FILE_NAMESPACE, source))
+def file_uuid(source: str, label: str | None = None) -> str:
+    """A file record's UUID; a labelled set's records live beside the unnamed set's (same paths)."""
+    return str(uuidlib.uuid5(FILE_NAMESPACE, f"@{label}\x1f{source}" if label else source))
+
+
+def label_uuid(label: str) -> str:
+    """The UUID of a label's object in the manifest collection (its folder and calibration)."""
+    return str(uuidlib.uuid5(LABEL_NAMESPACE, label))
 
 
 def collection_name(name: str) -> str:
@@ -146,6 +164,27 @@ class ChunkStore:
         # node dies (a new Raft leader, the others noticing) no node answers within a query's
         # deadline, and an ingest would rather wait than fail (`ingesting`).
         self.patient = False
+        self.label: str | None = None  # the doc set this store reads and writes files of (`for_label`)
+        self.labels: tuple[str, ...] | None = None  # searches see only these sets (`limited_to`)
+        self._label_property_seen: tuple[float, bool] | None = None
+
+    def for_label(self, label: str | None) -> "ChunkStore":
+        """This store for one doc set's files: its file records, its chunks by source, its docs
+        folder (None: the unnamed set). Searches and counts are not limited by it."""
+        import copy
+
+        scoped = copy.copy(self)
+        scoped.label = label or None
+        return scoped
+
+    def limited_to(self, labels: Sequence[str] | None) -> "ChunkStore":
+        """This store with searches (and counts) limited to the chunks of `labels`; None or empty:
+        every chunk."""
+        import copy
+
+        scoped = copy.copy(self)
+        scoped.labels = tuple(dict.fromkeys(labels)) if labels else None
+        return scoped
 
     @contextlib.contextmanager
     def ingesting(self):
@@ -228,9 +267,14 @@ class ChunkStore:
                     text("embed_text", searchable=True, filterable=False),
                     integer("token_count"),
                     text("images", array=True, filterable=False),
+                    text("label"),
                 ],
             )
-        added = [text("embedding_backend"), *(text(name, filterable=False) for name in PROFILE_PROPERTIES)]
+        else:
+            self._add_missing(self.name, [text("label")])
+        self._label_property_seen = (0.0, True)
+        added = [text("embedding_backend"), text("label"),
+                 *(text(name, filterable=False) for name in PROFILE_PROPERTIES)]
         if not self.client.collections.exists(self.manifest_name):
             self.client.collections.create(
                 self.manifest_name, description=f"how {self.name} was built",
@@ -238,20 +282,122 @@ class ChunkStore:
                 properties=[text("embedding_model"), integer("dimension"), text("chunker_version"),
                             text("docs_root"), *added])
         else:  # a manifest from before the backend or profile properties: add what it lacks
-            manifest = self._use(self.manifest_name)
-            present = {prop.name for prop in manifest.config.get().properties}
-            for prop in added:
-                if prop.name not in present:
-                    manifest.config.add_property(prop)
+            self._add_missing(self.manifest_name, added)
         if not self.client.collections.exists(self.files_name):
             self.client.collections.create(
                 self.files_name, description=f"source files ingested into {self.name}",
                 vector_config=no_vectors, replication_config=self._replication(),
-                properties=[text("source"), text("sha256"), integer("chunk_count")])
+                properties=[text("source"), text("sha256"), integer("chunk_count"), text("label")])
+        else:
+            self._add_missing(self.files_name, [text("label")])
+
+    def _add_missing(self, name: str, properties) -> None:
+        """Add to collection `name` those of `properties` it lacks (an index from an older release)."""
+        collection = self._use(name)
+        present = {prop.name for prop in collection.config.get().properties}
+        for prop in properties:
+            if prop.name not in present:
+                collection.config.add_property(prop)
+
+    def _has_label_property(self) -> bool:
+        """Whether the chunks carry labels at all (an index from before labels has no such property:
+        asking for it in a search would fail)."""
+        import time
+
+        seen = self._label_property_seen
+        now = time.monotonic()
+        if seen is not None and (seen[1] or now - seen[0] < LABEL_PROPERTY_RECHECK_SECONDS):
+            return seen[1]
+        present = self.exists() and any(prop.name == "label" for prop in self.chunks.config.get().properties)
+        self._label_property_seen = (now, present)
+        return present
+
+    def _search_fields(self) -> list[str]:
+        return [*SEARCH_FIELDS, "label"] if self._has_label_property() else list(SEARCH_FIELDS)
+
+    def _read_filter(self, content_kind: str | None = None):
+        """The filter of a search: the content kind asked for, within `labels`."""
+        from weaviate.classes.query import Filter
+
+        filters = [f for f in (_kind_filter(content_kind), self._labels_filter()) if f is not None]
+        if not filters:
+            return None
+        return filters[0] if len(filters) == 1 else Filter.all_of(filters)
+
+    def _labels_filter(self):
+        if not self.labels:
+            return None
+        from weaviate.classes.query import Filter
+
+        if not self._has_label_property():  # no chunk has a label: none of them is in these sets
+            return Filter.by_property("chunk_id").equal("\x00no such chunk")
+        return Filter.by_property("label").contains_any(list(self.labels))
+
+    def _set_filter(self):
+        """The chunks of this store's doc set (`label`): its label's, or for the unnamed set every
+        chunk without a label, i.e. of no label present (None: no filter needed)."""
+        from weaviate.classes.query import Filter
+
+        if self.label:
+            return Filter.by_property("label").equal(self.label)
+        present = self.labels_present()
+        return Filter.by_property("label").contains_none(present) if present else None
+
+    @on_a_node
+    def labels_present(self) -> list[str]:
+        """The labels of the stored chunks (one aggregation)."""
+        from weaviate.classes.aggregate import GroupByAggregate
+
+        if not self.exists() or not self._has_label_property():
+            return []
+        response = self.chunks.aggregate.over_all(group_by=GroupByAggregate(prop="label", limit=10_000),
+                                                  total_count=True)
+        return sorted(str(group.grouped_by.value) for group in response.groups
+                      if group.grouped_by.value and (group.total_count or 0) > 0)
+
+    @on_a_node
+    def known_labels(self) -> dict[str, str | None]:
+        """label -> the docs folder it was last ingested from, for every label ever ingested (and
+        every label a chunk carries, in case an ingest stopped before recording its label)."""
+        found: dict[str, str | None] = {}
+        if self.client.collections.exists(self.manifest_name):
+            manifest = self._use(self.manifest_name)
+            if any(prop.name == "label" for prop in manifest.config.get().properties):
+                for obj in manifest.iterator(return_properties=["label", "docs_root"]):
+                    if obj.properties.get("label"):
+                        found[obj.properties["label"]] = obj.properties.get("docs_root") or None
+        for label in self.labels_present():
+            found.setdefault(label, None)
+        return dict(sorted(found.items()))
+
+    @on_a_node
+    def label_calibration(self, label: str) -> dict | None:
+        """The calibration measured on one label's chunks alone (None: none stored)."""
+        if not self.client.collections.exists(self.manifest_name):
+            return None
+        obj = self._use(self.manifest_name).query.fetch_object_by_id(label_uuid(label))
+        return _json_or_none(obj.properties.get("calibration")) if obj is not None else None
+
+    @writing
+    def set_label_calibration(self, label: str, calibration: dict) -> None:
+        import json
+
+        self._label_object(label)
+        self._use(self.manifest_name).data.update(
+            uuid=label_uuid(label), properties={"calibration": json.dumps(calibration, sort_keys=True)})
+
+    def _label_object(self, label: str) -> None:
+        """Make sure the label has its object in the manifest collection."""
+        manifest = self._use(self.manifest_name)
+        if not any(prop.name == "label" for prop in manifest.config.get().properties):
+            self.ensure_collections()  # a manifest from before labels gains the property
+        if not manifest.data.exists(label_uuid(label)):
+            manifest.data.insert(properties={"label": label}, uuid=label_uuid(label))
 
     @writing
     def drop(self) -> None:
         self._seen_collection = False
+        self._label_property_seen = None
         for name in (self.name, self.manifest_name, self.files_name):
             if self.client.collections.exists(name):
                 self.client.collections.delete(name)
@@ -269,7 +415,8 @@ class ChunkStore:
                 "chunker_version": props.get("chunker_version"),
                 "embedding_backend": props.get("embedding_backend") or LEGACY_EMBEDDING_BACKEND,
                 "calibration": _json_or_none(props.get("calibration")),
-                "query_prompt": props.get("query_prompt"), "passage_prompt": props.get("passage_prompt")}
+                "query_prompt": props.get("query_prompt"), "passage_prompt": props.get("passage_prompt"),
+                "ingest_stamp": props.get("ingest_stamp")}
 
     @writing
     def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str,
@@ -288,10 +435,11 @@ class ChunkStore:
     # --- which docs folder the collection mirrors --------------------------------------------
     @on_a_node
     def docs_root(self) -> str | None:
-        """The folder the collection was last ingested from (None: never recorded)."""
+        """The folder the collection (this store's doc set) was last ingested from (None: never recorded)."""
         if not self.client.collections.exists(self.manifest_name):
             return None
-        obj = self._use(self.manifest_name).query.fetch_object_by_id(MANIFEST_UUID)
+        obj = self._use(self.manifest_name).query.fetch_object_by_id(
+            label_uuid(self.label) if self.label else MANIFEST_UUID)
         return (obj.properties.get("docs_root") or None) if obj is not None else None
 
     @writing
@@ -304,7 +452,10 @@ class ChunkStore:
             collection.config.add_property(Property(
                 name="docs_root", data_type=DataType.TEXT, tokenization=Tokenization.FIELD,
                 index_filterable=True, index_searchable=False, skip_vectorization=True))
-        collection.data.update(uuid=MANIFEST_UUID, properties={"docs_root": folder})
+        if self.label:
+            self._label_object(self.label)
+        collection.data.update(uuid=label_uuid(self.label) if self.label else MANIFEST_UUID,
+                               properties={"docs_root": folder})
 
     @writing
     def source_counts(self) -> dict[str, int]:
@@ -314,7 +465,7 @@ class ChunkStore:
         if not self.exists():
             return {}
         response = self.chunks.aggregate.over_all(group_by=GroupByAggregate(prop="source", limit=1_000_000),
-                                                  total_count=True)
+                                                  total_count=True, filters=self._set_filter())
         return {group.grouped_by.value: int(group.total_count or 0) for group in response.groups}
 
     @writing
@@ -332,6 +483,28 @@ class ChunkStore:
             manifest.data.replace(uuid=TERM_STATS_UUID, properties=properties)
         else:
             manifest.data.insert(properties=properties, uuid=TERM_STATS_UUID)
+
+    @writing
+    def set_ingest_stamp(self) -> str:
+        """Mark the index as changed by an ingest just now (what caches of the docs key on)."""
+        import time
+
+        stamp = f"{time.time():.6f}-{uuidlib.uuid4().hex[:8]}"
+        self.ensure_collections()  # an older manifest collection gains the property
+        self._use(self.manifest_name).data.update(uuid=MANIFEST_UUID, properties={"ingest_stamp": stamp})
+        return stamp
+
+    def iter_chunks(self, labels: Sequence[str] | None = None) -> Iterator[dict]:
+        """Every stored chunk record (with its `label`, when it has one); with `labels`, only the
+        chunks of those doc sets ("" stands for the unnamed set)."""
+        if not self.exists():
+            return
+        fields = [*SEARCH_FIELDS, "label"] if self._has_label_property() else list(SEARCH_FIELDS)
+        wanted = set(labels) if labels is not None else None
+        for obj in self.chunks.iterator(return_properties=fields):
+            record = _record(obj.properties, SEARCH_FIELDS)
+            if wanted is None or (record.get("label") or "") in wanted:
+                yield record
 
     @writing
     def set_term_stats(self, term_stats: str) -> None:
@@ -365,14 +538,28 @@ class ChunkStore:
     # --- per-file hashes (incremental ingest) ---------------------------------------------
     @writing
     def file_records(self) -> dict[str, dict]:
-        """source -> {"sha256", "chunk_count"} for every ingested file."""
+        """source -> {"sha256", "chunk_count"} for every ingested file of this store's doc set."""
         if not self.client.collections.exists(self.files_name):
             return {}
+        files = self._use(self.files_name)
+        wanted = ["source", "sha256", "chunk_count"]
+        if any(prop.name == "label" for prop in files.config.get().properties):
+            wanted.append("label")
         records = {}
-        for obj in self._use(self.files_name).iterator(
-                return_properties=["source", "sha256", "chunk_count"]):
+        for obj in files.iterator(return_properties=wanted):
             props = obj.properties
+            if (props.get("label") or None) != self.label:
+                continue
             records[props["source"]] = {"sha256": props["sha256"], "chunk_count": int(props["chunk_count"] or 0)}
+        return records
+
+    def index_files(self) -> dict[str, dict]:
+        """Every doc set's file records: the unnamed set's keyed by source (as `file_records`),
+        a labelled set's by "@LABEL/source" (what the index version digests: `fieldguide.freshness`)."""
+        records = dict(self.for_label(None).file_records()) if self.label else dict(self.file_records())
+        for label in self.known_labels():
+            for source, record in self.for_label(label).file_records().items():
+                records[f"@{label}/{source}"] = record
         return records
 
     @writing
@@ -382,7 +569,9 @@ class ChunkStore:
             return
         from weaviate.classes.data import DataObject
 
-        objects = [DataObject(properties={"source": s, "sha256": h, "chunk_count": int(n)}, uuid=file_uuid(s))
+        label = {"label": self.label} if self.label else {}
+        objects = [DataObject(properties={"source": s, "sha256": h, "chunk_count": int(n), **label},
+                              uuid=file_uuid(s, self.label))
                    for s, h, n in records]
         _insert_many(self._use(self.files_name), objects, "file records")
 
@@ -393,7 +582,7 @@ class ChunkStore:
         from weaviate.classes.query import Filter
 
         self._use(self.files_name).data.delete_many(
-            where=Filter.by_id().contains_any([file_uuid(s) for s in sources]))
+            where=Filter.by_id().contains_any([file_uuid(s, self.label) for s in sources]))
 
     # --- chunks -------------------------------------------------------------------------
     @writing
@@ -403,7 +592,8 @@ class ChunkStore:
 
         from ingest.chunk import chunk_uuid
 
-        objects = [DataObject(properties={name: record[name] for name in CHUNK_FIELDS},
+        label = {"label": self.label} if self.label else {}
+        objects = [DataObject(properties={**{name: record[name] for name in CHUNK_FIELDS}, **label},
                               uuid=chunk_uuid(record["chunk_id"]), vector=_as_list(vector))
                    for record, vector in zip(records, vectors, strict=True)]
         if objects:
@@ -411,27 +601,44 @@ class ChunkStore:
 
     @writing
     def delete_source(self, source: str, keep_uuids: Sequence[str] = ()) -> int:
-        """Delete the chunks of `source`, except `keep_uuids` (just written). Returns how many."""
+        """Delete the chunks of `source` of this store's doc set, except `keep_uuids` (just written).
+        Returns how many."""
         from weaviate.classes.query import Filter
 
-        where = Filter.by_property("source").equal(source)
+        where = [Filter.by_property("source").equal(source)]
         if keep_uuids:
-            where = Filter.all_of([where, Filter.by_id().contains_none(list(keep_uuids))])
+            where.append(Filter.by_id().contains_none(list(keep_uuids)))
+        in_set = self._set_filter()
+        if in_set is not None:
+            where.append(in_set)
+        where = where[0] if len(where) == 1 else Filter.all_of(where)
         result = self.chunks.data.delete_many(where=where)
         return int(result.successful)
+
+    @writing
+    def drop_set(self) -> int:
+        """Delete this store's doc set (its chunks and file records), leaving every other set as it
+        is. Returns how many chunks went."""
+        in_set = self._set_filter()
+        if in_set is None:  # the only set there is: source by source
+            deleted = sum(self.delete_source(source) for source in self.source_counts())
+        else:
+            deleted = int(self.chunks.data.delete_many(where=in_set).successful)
+        self.delete_files(list(self.file_records()))
+        return deleted
 
     @on_a_node
     def count(self) -> int:
         if not self.exists():
             return 0
-        return int(self.chunks.aggregate.over_all(total_count=True).total_count or 0)
+        return int(self.chunks.aggregate.over_all(total_count=True, filters=self._read_filter()).total_count or 0)
 
     @on_a_node
     def count_kind(self, content_kind: str) -> int:
         """How many chunks have this `content_kind`."""
         if not self.exists():
             return 0
-        result = self.chunks.aggregate.over_all(total_count=True, filters=_kind_filter(content_kind))
+        result = self.chunks.aggregate.over_all(total_count=True, filters=self._read_filter(content_kind))
         return int(result.total_count or 0)
 
     @writing
@@ -443,8 +650,10 @@ class ChunkStore:
         if count <= 0 or not self.exists():
             return []
         # one more than expected: a count that is off shows as a length that is off
+        in_set = self._set_filter()
+        where = Filter.by_property("source").equal(source)
         response = self.chunks.query.fetch_objects(
-            filters=Filter.by_property("source").equal(source), limit=count + 1,
+            filters=where if in_set is None else Filter.all_of([where, in_set]), limit=count + 1,
             return_properties=["heading_path", "text"])
         return [(list(obj.properties.get("heading_path") or []), obj.properties.get("text") or "")
                 for obj in response.objects]
@@ -485,9 +694,10 @@ class ChunkStore:
 
         if not self.exists():
             return []
+        fields = self._search_fields()
         response = self.chunks.query.near_vector(
-            near_vector=_as_list(vector), limit=int(k), filters=_kind_filter(content_kind),
-            return_metadata=MetadataQuery(distance=True), return_properties=list(SEARCH_FIELDS))
+            near_vector=_as_list(vector), limit=int(k), filters=self._read_filter(content_kind),
+            return_metadata=MetadataQuery(distance=True), return_properties=fields)
         return [dict(_record(obj.properties, SEARCH_FIELDS), similarity=1.0 - float(obj.metadata.distance))
                 for obj in response.objects]
 
@@ -503,8 +713,8 @@ class ChunkStore:
         response = self.chunks.query.hybrid(
             query=query, vector=_as_list(vector), alpha=float(alpha), limit=int(k),
             query_properties=["heading_path^2", "text", "embed_text"],
-            filters=_kind_filter(content_kind), include_vector=True,
-            return_metadata=MetadataQuery(score=True), return_properties=list(SEARCH_FIELDS))
+            filters=self._read_filter(content_kind), include_vector=True,
+            return_metadata=MetadataQuery(score=True), return_properties=self._search_fields())
         results = []
         for obj in response.objects:
             stored = obj.vector.get("default") if isinstance(obj.vector, dict) else obj.vector
@@ -546,24 +756,25 @@ class ChunkStore:
         return self.reassembly_parts([], sections)[1]
 
     @on_a_node
-    def reassembly_parts(self, group_ids: Sequence[str], sections: Sequence[tuple[str, Sequence[str], int | None]]
+    def reassembly_parts(self, group_ids: Sequence[str], sections: Sequence[tuple]
                          ) -> tuple[dict[str, list[dict]], list[dict | None]]:
         """Every part of each section in `group_ids` (ordered by part_index) and
-        `section_intros(sections)`, in one round trip."""
+        `section_intros(sections)`, in one round trip. A section is (source, heading_path,
+        before_line) or, for a labelled doc set's, (source, heading_path, before_line, label)."""
         from weaviate.classes.query import Filter
 
         from ingest.chunk import make_group_id
 
         found: dict[str, list[dict]] = {gid: [] for gid in group_ids}
-        candidates = [[make_group_id(source, list(path), n) for n in range(INTRO_OCCURRENCES)]
-                      for source, path, _ in sections]
+        candidates = [[make_group_id(section[0], list(section[1]), n, section[3] if len(section) > 3 else None)
+                       for n in range(INTRO_OCCURRENCES)] for section in sections]
         intro_ids = list(dict.fromkeys(g for ids in candidates for g in ids))
         firsts: dict[str, dict] = {}
         wanted = list(dict.fromkeys([*found, *intro_ids]))
         if wanted and self.exists():
             response = self.chunks.query.fetch_objects(
                 filters=Filter.by_property("group_id").contains_any(wanted), limit=10000,
-                return_properties=list(SEARCH_FIELDS))
+                return_properties=self._search_fields())
             for record in (_record(obj.properties, SEARCH_FIELDS) for obj in response.objects):
                 if record["group_id"] in found:
                     found[record["group_id"]].append(record)
@@ -572,7 +783,7 @@ class ChunkStore:
             for parts in found.values():
                 parts.sort(key=lambda r: r["part_index"])
         intros = []
-        for (_, _, before_line), ids in zip(sections, candidates):
+        for (_, _, before_line, *_), ids in zip(sections, candidates):
             matches = [firsts[g] for g in ids if g in firsts
                        and (before_line is None or firsts[g]["line_start"] <= before_line)]
             intros.append(max(matches, key=lambda r: r["line_start"], default=None))
@@ -645,7 +856,11 @@ def _kind_filter(content_kind: str | None):
 
 
 def _record(properties: dict, fields: tuple[str, ...] = CHUNK_FIELDS) -> dict:
+    """A chunk record from stored properties; `label` only for a labelled doc set's chunk (the
+    unnamed set's records stay as they always were)."""
     record = {name: properties.get(name) for name in fields}
+    if properties.get("label"):
+        record["label"] = properties["label"]
     for name in INT_FIELDS:
         record[name] = int(record[name]) if record[name] is not None else 0
     for name in ("heading_path", "images"):

@@ -107,11 +107,23 @@ class QueryOptions(BaseModel):
     condense: Literal["auto", "model", "rules", "off"] | None = Field(
         None, description="How a follow-up becomes a standalone question: model, rules, off, or auto "
         "(model with an OpenAI-compatible endpoint, else rules).")
+    labels: tuple[str, ...] | None = Field(
+        None, description="Doc sets (labels given at ingest: versions, products) the question is limited to, "
+        "a list or a comma-separated string; unset: FIELDGUIDE_LABELS, else every doc set.")
 
     @field_validator("verify", "condense", mode="before")
     @classmethod
     def _choice_in_any_case(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels(cls, value: Any) -> Any:
+        from fieldguide.labels import parse_labels
+
+        if value is None or isinstance(value, (str, list, tuple)):
+            return parse_labels(value)  # InvalidLabel is a ValueError: the option is refused by name
+        return value
 
     @classmethod
     def validate_overrides(cls, overrides: dict[str, Any], *, strict: bool = False) -> "QueryOptions":
@@ -139,7 +151,7 @@ class QueryOptions(BaseModel):
         """Every unset option filled in from the setting of the same name."""
         unset = {name: getattr(settings, name) for name in type(self).model_fields
                  if getattr(self, name) is None and name in type(settings).model_fields}
-        for name in ("verify", "condense"):  # a setting's value is checked like a request's
+        for name in ("verify", "condense", "labels"):  # a setting's value is checked like a request's
             if isinstance(unset.get(name), str):
                 unset[name] = getattr(type(self).validate_overrides({name: unset[name]}), name)
         # The sentence check's defaults (settings leave them unset): `verify` is the same for every
@@ -269,6 +281,7 @@ class Resources:
         self._text_vectors = None
         self._term_stats = None
         self._calibration = None
+        self._label_calibrations: dict[str, Any] = {}
         self._intent_prototypes = None
         self._token_counter = None
         self._options: dict[tuple, QueryOptions] = {}
@@ -344,6 +357,23 @@ class Resources:
 
                 self._calibration = load_calibration(self.store, self.embeddings, self.reranker, self.term_stats)
             return self._calibration
+
+    def calibration_for(self, labels) -> Any:
+        """The calibration a question limited to `labels` is judged by: that label's own when it
+        names exactly one doc set that has one (measured at its ingest), else the index's."""
+        if not labels or len(labels) != 1:
+            return self.calibration
+        label = labels[0]
+        with self._lock:
+            cache = self._label_calibrations
+            if label not in cache:
+                from fieldguide.calibration import Calibration, scorer_scale
+
+                reader = getattr(self.store, "label_calibration", None)
+                found = Calibration.from_dict(reader(label)) if reader else None
+                usable = found is not None and found.scorer == scorer_scale(self.reranker)
+                cache[label] = found if usable else None
+            return cache[label] or self.calibration
 
     @property
     def token_counter(self):
@@ -479,7 +509,8 @@ def options_key(requested: dict[str, Any]) -> tuple | None:
     """The options a run asks for as a hashable key (None when a value cannot be hashed)."""
     fields = QueryOptions.model_fields
     named = ((OPTION_ALIASES.get(key, key), value) for key, value in requested.items())
-    key = tuple(sorted((name, value) for name, value in named if name in fields and value is not None))
+    key = tuple(sorted((name, tuple(value) if isinstance(value, list) else value)
+                       for name, value in named if name in fields and value is not None))
     try:
         hash(key)
     except TypeError:

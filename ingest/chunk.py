@@ -54,14 +54,16 @@ def chunk_uuid(chunk_id: str) -> str:
     return str(uuid.uuid5(uuid.UUID(CHUNK_NAMESPACE), chunk_id))
 
 
-def make_group_id(source: str, heading_path: list[str], occurrence: int) -> str:
+def make_group_id(source: str, heading_path: list[str], occurrence: int, label: str | None = None) -> str:
     """Stable id of a hierarchical chunk: source path + heading path + occurrence.
 
     Only the chunk's position in the heading tree goes in, never its text, so editing one
     section leaves every other section's id as it was. `occurrence` tells apart sections
-    of one file that share a heading path (and the notes of a file).
+    of one file that share a heading path (and the notes of a file). A labelled doc set (a
+    version, a product) puts its label first, so `v1/guide.md` and `v2/guide.md` with the same
+    headings never share an id; the unnamed set keeps the ids it always had.
     """
-    key = "\x1f".join([source, *heading_path, f"#{occurrence}"])
+    key = "\x1f".join([*([f"@{label}"] if label else []), source, *heading_path, f"#{occurrence}"])
     return hashlib.sha1(key.encode("utf-8")).hexdigest()[:20]
 
 

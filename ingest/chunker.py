@@ -74,9 +74,11 @@ def part_label(index: int, count: int) -> str:
 
 
 class Chunker:
-    def __init__(self, settings=None, counter=None, token_pass: bool = True):
+    def __init__(self, settings=None, counter=None, token_pass: bool = True, label: str | None = None):
         """`token_pass=False` keeps over-long chunks whole (the embedding model then truncates
-        them silently): only for measuring what the token-safe pass buys."""
+        them silently): only for measuring what the token-safe pass buys. `label`: the doc set
+        the files belong to (`make_group_id`); None for the unnamed set."""
+        self.label = label or None
         if settings is None:  # the chunking subset only: no pydantic to import
             settings = ChunkingSettings.from_environment()
         self.settings = settings
@@ -144,7 +146,7 @@ class Chunker:
             key = (piece.chunk_type == "note", *piece.heading_path)
             occurrence = occurrences.get(key, 0)
             occurrences[key] = occurrence + 1
-            group_id = make_group_id(source, piece.heading_path, occurrence)
+            group_id = make_group_id(source, piece.heading_path, occurrence, self.label)
             text = "\n".join(doc.lines[piece.start:piece.end])
             tokens = (self.counter.special_tokens + breadcrumb_tokens[breadcrumb]
                       + prefix[piece.end] - prefix[piece.start])

@@ -20,6 +20,12 @@ One ingest of a collection runs at a time (`ingest.lock`), and a collection that
 another folder's documents is refused rather than mirrored onto this one: ingest mirrors
 one folder, so it would delete them all.
 
+A labelled ingest (`label="v2"`) mirrors its folder onto that doc set alone: every read and
+write of files and chunks goes through the store's `for_label` view, so the other sets' chunks
+and records are never read as its own, never deleted, and never overwritten (a labelled set's
+chunk ids carry the label). Without a label the unnamed set is mirrored, as before labels
+existed; `--reindex` of a collection that holds other sets rebuilds only this one.
+
 When nothing changed, the embedding model is never loaded: an unchanged re-run costs a
 directory walk, the hashes and two queries.
 
@@ -85,28 +91,36 @@ def release_memory() -> None:
 
 
 def ingest_folder(docs_dir: Path, settings, *, reindex: bool = False, progress: bool = True,
-                  store=None, embeddings=None, log=None, token_pass: bool = True, wait: bool = True) -> IngestSummary:
+                  store=None, embeddings=None, log=None, token_pass: bool = True, wait: bool = True,
+                  label: str | None = None) -> IngestSummary:
     """Bring the store's collection in line with `docs_dir`. Returns the run's counts.
 
     `store` (a ChunkStore) and `embeddings` may be passed in (tests, long-lived services);
     otherwise they are opened here. `token_pass=False` only serves to measure what the
     token-safe pass buys (`fieldguide eval --ablate`, into a collection of its own).
     While another ingest of the collection runs, this one waits (`wait=False`: IngestBusy).
+    `label` names the doc set the folder is (a version, a product); None: the unnamed set.
     """
+    from fieldguide.labels import check_label
+
     if not Path(docs_dir).is_dir():
         raise FieldguideError(f"{docs_dir} is not a directory.")
+    label = check_label(label) if label else None
     if store is None:
         from fieldguide.store import open_store
 
         with open_store(settings) as opened:
             return ingest_folder(docs_dir, settings, reindex=reindex, progress=progress,
-                                 store=opened, embeddings=embeddings, log=log, token_pass=token_pass, wait=wait)
+                                 store=opened, embeddings=embeddings, log=log, token_pass=token_pass, wait=wait,
+                                 label=label)
 
     from ingest.lock import ingest_lock
 
     log = log or (lambda message: print(message, file=sys.stderr))
     with ingest_lock(settings.model_copy(update={"collection": store.name}), wait=wait, log=log), \
             _patient(store):
+        if label or hasattr(store, "for_label"):
+            store = store.for_label(label)
         return _ingest(Path(docs_dir), settings, store, embeddings, reindex, progress, log, token_pass)
 
 
@@ -130,7 +144,23 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
     summary = IngestSummary()
 
     index = _IndexIdentity(embedding_model_id(settings), embedding_backend_id(settings), CHUNKER_VERSION)
-    if reindex:
+    label = getattr(store, "label", None)
+    rebuilt_set = False
+    if reindex and _other_sets(store):
+        # other doc sets live in the collection: rebuild this one only, in the index's vector space
+        from fieldguide.errors import ModelMismatch
+
+        try:
+            manifest = store.check_manifest(index.model_id, index.backend_id)
+        except ModelMismatch as exc:
+            raise FieldguideError(
+                f"{store.name} also holds other doc sets ({', '.join(store.labels_present()) or 'the unnamed set'}), "
+                f"so --reindex rebuilds only this one, with the index's embedding model; but {exc.args[0].split('. ')[0]}. "
+                "To change the model, ingest every doc set into a new collection (--collection NAME).") from None
+        if manifest:
+            summary.chunks_deleted += store.drop_set()
+            rebuilt_set = True
+    elif reindex:
         store.drop()
         manifest = None
     else:
@@ -145,9 +175,10 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
     summary.files_seen = len(files)
     if manifest:
         refuse_another_folder(store, docs_dir, known, seen)
-    feed = ChunkFeed(files, known, same_chunker, lambda: Chunker(settings, token_pass=token_pass),
+    feed = ChunkFeed(files, known, same_chunker, lambda: Chunker(settings, token_pass=token_pass, label=label),
                      stored=stored).start()
-    terms = TermChangeLog(store, stored, lambda: _stored_term_stats(store, manifest))
+    # a rebuilt set's chunks left without being counted out: the statistics are counted again
+    terms = TermChangeLog(store, stored, (lambda: None) if rebuilt_set else lambda: _stored_term_stats(store, manifest))
     try:
         gone = sorted((set(known) | set(stored)) - seen)
         first = feed.get()
@@ -175,10 +206,45 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
     folder = str(docs_dir.resolve())
     if store.docs_root() != folder:
         store.set_docs_root(folder)
-    summary.calibration = _profile(settings, store, embeddings, changed=bool(first is not None or gone), log=log,
+    changed = bool(first is not None or gone or rebuilt_set)
+    summary.calibration = _profile(settings, store, embeddings, changed=changed, log=log,
                                    terms=terms, changed_chunks=summary.chunks_written + summary.chunks_deleted)
+    if label:
+        _label_profile(settings, store, embeddings, label, changed=changed, log=log)
+    if changed and store.exists() and hasattr(store, "set_ingest_stamp"):
+        store.set_ingest_stamp()
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
+
+
+def _other_sets(store) -> bool:
+    """Whether the collection holds doc sets other than the store's own."""
+    labels_present = getattr(store, "labels_present", None)
+    if labels_present is None or not store.exists():
+        return False
+    label = getattr(store, "label", None)
+    present = set(labels_present())
+    return bool(present - {label}) or (label is not None and store.for_label(None).source_counts() != {})
+
+
+def _label_profile(settings, store, embeddings, label: str, *, changed: bool, log) -> None:
+    """The calibration of one label's chunks alone, stored with the label: a question limited to
+    that doc set is judged against its scale (measured again whenever the set changed)."""
+    from fieldguide.calibration import Calibration, calibrate, scorer_scale
+    from fieldguide.embedding import load_embeddings
+    from fieldguide.reranker import load_reranker
+
+    reranker = load_reranker(settings)
+    stored = Calibration.from_dict(store.label_calibration(label))
+    if stored is not None and stored.scorer == scorer_scale(reranker) and not changed:
+        return
+    from fieldguide.bm25 import TermStats
+
+    term_stats = TermStats.from_text(store.term_stats_text())
+    profile = calibrate(store.limited_to([label]), embeddings or load_embeddings(settings), reranker, term_stats)
+    store.set_label_calibration(label, profile.to_dict())
+    log(f"calibrated label {label}: rerank_min {profile.rerank_min}, abstain_margin {profile.abstain_margin} "
+        f"({profile.chunks} chunks)")
 
 
 def refuse_another_folder(store, docs_dir: Path, known: dict, seen: set[str]) -> None:
@@ -194,10 +260,13 @@ def refuse_another_folder(store, docs_dir: Path, known: dict, seen: set[str]) ->
     shared = len(set(known) & seen)
     if shared and (recorded is None or shared * 2 >= len(known)):
         return
+    label = getattr(store, "label", None)
+    what = f"Doc set {label} of collection {store.name}" if label else f"Collection {store.name}"
     raise FieldguideError(
-        f"Collection {store.name} holds {len(known)} files from {recorded or 'another folder'}, and {docs_dir} "
+        f"{what} holds {len(known)} files from {recorded or 'another folder'}, and {docs_dir} "
         f"has {shared} of them: ingesting it would delete the others. Ingest it into a collection of its own "
-        f"(--collection NAME), or replace the collection's contents with `fieldguide ingest {docs_dir} --reindex`.")
+        f"(--collection NAME) or as a doc set of its own (--label NAME), or replace the contents with "
+        f"`fieldguide ingest {docs_dir} --reindex" + (f" --label {label}`." if label else "`."))
 
 
 @dataclass(frozen=True)

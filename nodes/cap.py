@@ -132,7 +132,7 @@ def thresholds(options, config) -> tuple[float, float, float | None]:
     """(abstain margin, strict minimum, window below the best): the request's, else the index's."""
     margin, minimum, window = options.abstain_margin, options.rerank_min, options.rank_window
     if margin is None or minimum is None or window is not None:
-        calibration = resources_for(config).calibration
+        calibration = resources_for(config).calibration_for(options.labels)
         margin = calibration.abstain_margin if margin is None else margin
         minimum = calibration.rerank_min if minimum is None else minimum
         window = window * calibration.margin_unit if window is not None else None

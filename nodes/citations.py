@@ -40,7 +40,9 @@ def citations_for(numbers, blocks: list[dict], template: str | None = None) -> l
             "heading_path": list(block.get("heading_path") or []),
             "line_start": block.get("line_start"),
             "line_end": block.get("line_end"),
-            "url": source_url(block.get("source") or "", block.get("line_start"), block.get("line_end"), template),
+            "url": source_url(block.get("source") or "", block.get("line_start"), block.get("line_end"), template,
+                              block.get("label")),
+            **({"label": block["label"]} if block.get("label") else {}),
         })
     return citations
 

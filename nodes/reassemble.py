@@ -57,6 +57,8 @@ def to_block(chunk: dict) -> dict:
     block = {name: chunk.get(name) for name in BLOCK_FIELDS}
     block["heading_path"] = list(block["heading_path"] or [])
     block["images"] = list(block["images"] or [])
+    if chunk.get("label"):  # a labelled doc set's chunk says which set (the unnamed set's blocks stay as they were)
+        block["label"] = chunk["label"]
     return block
 
 
@@ -70,19 +72,19 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
             parts, intros = {}, []
             if split or wanted:  # one round trip for every split section and every candidate intro
                 parts, intros = resources_for(config).store.reassembly_parts(split, wanted)
-            by_parent = {(source, tuple(path)): intro for (source, path, _), intro in zip(wanted, intros)}
+            by_parent = {(source, tuple(path), label): intro for (source, path, _, label), intro in zip(wanted, intros)}
             context, gaps = assemble(
                 hits + (state.get("below_cut") or []), state.get("search_results") or [], options.context_token_budget,
                 lambda group_id: parts.get(group_id, []),
-                (lambda requests: [by_parent.get((s, tuple(p))) for s, p, _ in requests]) if wanted else None)
+                (lambda requests: [by_parent.get((s, tuple(p), label)) for s, p, _, label in requests]) if wanted else None)
         else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
             context = [to_block(hit) for hit in hits]
             gaps = section_gaps(context)
     return {"context": context, "gaps": gaps, "timings_ms": with_timing(state, "reassemble", sw.ms)}
 
 
-def intro_requests(hits: list[dict]) -> list[tuple[str, list[str], int | None]]:
-    """(source, parent heading path, a line of the child) for every subsection hit: the parent
+def intro_requests(hits: list[dict]) -> list[tuple[str, list[str], int | None, str | None]]:
+    """(source, parent heading path, a line of the child, doc set label) for every subsection hit: the parent
     intros `assemble` may want, asked for before it knows which it will keep. The parent sits
     above every line of its child, and no other occurrence of it lies inside the child, so any
     line of the hit serves as the limit."""
@@ -91,14 +93,15 @@ def intro_requests(hits: list[dict]) -> list[tuple[str, list[str], int | None]]:
         key = parent_key(hit)
         if key:
             requests.setdefault(key, int(hit.get("line_start") or 0) or None)
-    return [(source, list(path), line) for (source, path), line in requests.items()]
+    return [(source, list(path), line, label) for (source, path, label), line in requests.items()]
 
 
-def parent_key(record: dict) -> tuple[str, tuple[str, ...]] | None:
-    """(source, parent heading path) of a subsection's record; None for a top section or a note."""
+def parent_key(record: dict) -> tuple[str, tuple[str, ...], str | None] | None:
+    """(source, parent heading path, doc set label) of a subsection's record; None for a top
+    section or a note."""
     path = tuple(record.get("heading_path") or ())
     if len(path) > 1 and record.get("chunk_type") != "note":
-        return record["source"], path[:-1]
+        return record["source"], path[:-1], record.get("label") or None
     return None
 
 
@@ -179,7 +182,8 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
 def under_section(record: dict, section: dict) -> bool:
     """Whether `record` sits under `section`: the same file, the section's heading path extended."""
     path, head = list(record.get("heading_path") or []), list(section.get("heading_path") or [])
-    return record["source"] == section["source"] and len(path) > len(head) and path[:len(head)] == head
+    return (record["source"] == section["source"] and (record.get("label") or None) == (section.get("label") or None)
+            and len(path) > len(head) and path[:len(head)] == head)
 
 
 def after_section(context: list[dict], record: dict) -> int:
@@ -199,15 +203,15 @@ def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], ro
     One intro per parent, before the first (best-ranked) child that needs it; none for a
     parent already in the context as a section of its own.
     """
-    wanted: dict[tuple, str] = {}  # (source, parent path) -> first child group id
+    wanted: dict[tuple, str] = {}  # (source, parent path, label) -> first child group id
     for gid, parts in groups.items():
         key = parent_key(parts[0])
         if chosen[gid] and key:
             wanted.setdefault(key, gid)
     if not wanted or room <= 0:
         return {}
-    requests = [(source, list(path), int(groups[gid][0].get("line_start") or 0) or None)
-                for (source, path), gid in wanted.items()]
+    requests = [(source, list(path), int(groups[gid][0].get("line_start") or 0) or None, label)
+                for (source, path, label), gid in wanted.items()]
     present = {gid for gid in groups if chosen[gid]}
     candidates = [(token_cost(intro), n, gid, intro)
                   for n, (gid, intro) in enumerate(zip(wanted.values(), section_intros(requests)))

@@ -7,6 +7,9 @@ cap decide whether it stays). The two searches are sent at once (`ChunkStore.sea
 
 With `hybrid_alpha` set, Weaviate's hybrid (BM25 + vector) query picks the candidates
 instead; their `similarity` is still the real cosine, so the threshold means the same.
+
+With `labels` set (the run's option, else FIELDGUIDE_LABELS), both searches see only the chunks
+of those doc sets: a Weaviate filter, so no other set's chunk is ever a candidate.
 """
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ def merge_candidates(*result_lists: list[dict]) -> list[dict]:
 def search(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
     store = resources_for(config).store
+    if options.labels:
+        store = store.limited_to(options.labels)
     vector = state["query_vector"]
     with Stopwatch() as sw:
         def nearest(k: int, content_kind: str | None = None):

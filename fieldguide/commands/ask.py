@@ -20,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=Path, metavar="FILE.jsonl",
                         help='JSON Lines of {"id", "question"} or {"id", "turns": [{"question"}, ...]}')
     parser.add_argument("--json", action="store_true", help="print the final state as JSON instead of streaming")
+    from fieldguide.labels import add_label_argument
+
+    add_label_argument(parser, "the question")
     parser.add_argument("--collection", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="per-request option, e.g. --set verify=flag or --set max_chunks=3 (repeatable)")
@@ -73,6 +76,12 @@ def run(args) -> int:
         return _fail(str(exc))
     if args.collection:
         settings = settings.model_copy(update={"collection": args.collection})
+    try:
+        from fieldguide.labels import with_cli_labels
+
+        settings = with_cli_labels(settings, args.label)
+    except ValueError as exc:
+        return _fail(str(exc))
     if items is not None:
         problem = _checked_questions(items, settings.max_question_chars)
         if problem:
@@ -96,7 +105,7 @@ def run(args) -> int:
     async def main() -> dict:
         final: dict = {}
         streamed = False
-        with open_resources(settings) as resources:
+        with open_resources(settings, overrides.get("labels")) as resources:
             resources.start_chat_model()  # the local model's process loads while retrieval runs
             async for kind, payload in stream_answer(build_graph(), question, resources, overrides):
                 if kind == "token":
@@ -109,7 +118,7 @@ def run(args) -> int:
             if args.json:  # which index this answer came from (fieldguide.freshness)
                 from fieldguide.freshness import index_version
 
-                final["index_version"] = index_version(resources.store.file_records()) or None
+                final["index_version"] = index_version(resources.store.index_files()) or None
         if not args.json:
             if not streamed:
                 sys.stdout.write(final.get("answer", ""))
@@ -157,7 +166,7 @@ def run_batch(items: list[dict], settings, overrides: dict) -> int:
 
     async def main() -> int:
         failed = 0
-        with open_resources(settings) as resources:
+        with open_resources(settings, overrides.get("labels")) as resources:
             resources.warm_up()  # no question pays for loading a model
             async for line in answer_batch(build_graph(MemorySaver()), items, resources, overrides):
                 if "error" in line:  # written too, so a reader of the lines sees which item failed

@@ -1,4 +1,7 @@
-"""`fieldguide gaps [--since DATE] [--stale] [--format md|csv|json|html] [--out FILE]`."""
+"""`fieldguide gaps [--since DATE] [--stale] [--label NAME] [--format md|csv|json|html] [--out FILE]`.
+
+With `--label`, the report is one doc set's: the turns limited to that set (or whose answer cites
+it), their nearest sections searched in that set alone and judged by its own calibration."""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="list stored answers whose cited sections changed or disappeared instead")
     parser.add_argument("--out", type=Path, metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--collection", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
+    parser.add_argument("--label", metavar="NAME", help="one doc set's report (a label given at ingest)")
     parser.add_argument("--cluster-threshold", type=float, metavar="COSINE",
                         help="cosine a wording needs to a cluster's centroid to join it (default: the highest "
                              "cosine between two of the calibration's off-topic probes)")
@@ -44,8 +48,11 @@ def run(args) -> int:
     if args.collection:
         settings = settings.model_copy(update={"collection": args.collection})
     try:
-        text = stale_report(settings, since, args.format) if args.stale else gap_report(
-            settings, since, args.format, threshold)
+        from fieldguide.labels import check_label
+
+        label = check_label(args.label) if args.label else None
+        text = stale_report(settings, since, args.format, label) if args.stale else gap_report(
+            settings, since, args.format, threshold, label=label)
     except FieldguideError as exc:
         print(f"fieldguide gaps: {exc}", file=sys.stderr)
         return 1
@@ -58,22 +65,34 @@ def run(args) -> int:
     return 0
 
 
-def gap_report(settings, since: float, fmt: str, threshold: float | None, resources=None) -> str:
+def of_label(records, label: str | None):
+    """The turn records of one doc set: limited to it, or citing it (all of them without a label)."""
+    from fieldguide.gaps import _get
+
+    for record in records:
+        if label is None or label in (_get(record, "labels") or []) or any(
+                isinstance(c, dict) and c.get("label") == label for c in _get(record, "citations") or []):
+            yield record
+
+
+def gap_report(settings, since: float, fmt: str, threshold: float | None, resources=None,
+               label: str | None = None) -> str:
     from fieldguide.gaps import RENDERERS, problem_turns
     from fieldguide.service.state import open_turns
 
     turns = open_turns(settings)
     try:
-        summary = problem_turns(turns.turns_since(since), turns.feedback_since(0.0), since)
+        feedback = [f for f in turns.feedback_since(0.0) if label is None or next(of_label([f.record], label), None)]
+        summary = problem_turns(of_label(turns.turns_since(since), label), feedback, since)
     finally:
         close = getattr(turns, "close", None)
         if close:
             close()
-    report = report_for(summary, settings, threshold, resources)
+    report = report_for(summary, settings, threshold, resources, label)
     return RENDERERS[fmt](report)
 
 
-def report_for(summary, settings, threshold: float | None, resources=None):
+def report_for(summary, settings, threshold: float | None, resources=None, label: str | None = None):
     """Cluster and classify `summary` against the index of `settings` (opened here unless given)."""
     from fieldguide.gaps import BroadSearch, build_report
 
@@ -83,13 +102,13 @@ def report_for(summary, settings, threshold: float | None, resources=None):
     if own:
         from fieldguide.retrieval import open_resources
 
-        context = open_resources(settings)
+        context = open_resources(settings, [label] if label else None)
         resources = context.__enter__()
     try:
         from fieldguide.embedding import embed_questions, question_vector_space
 
         embeddings = resources.embeddings
-        search = BroadSearch(resources)
+        search = BroadSearch(resources, labels=[label] if label else None)
         # questions are embedded as the query graph embeds them, so that a wording embedded here
         # and one whose vector the service stored (named by the same vector space) are comparable
         return build_report(summary, lambda texts: embed_questions(embeddings, texts), search, threshold,
@@ -99,14 +118,14 @@ def report_for(summary, settings, threshold: float | None, resources=None):
             context.__exit__(None, None, None)
 
 
-def stale_report(settings, since: float, fmt: str) -> str:
+def stale_report(settings, since: float, fmt: str, label: str | None = None) -> str:
     from fieldguide.freshness import index_version, render_stale, stale_answers
     from fieldguide.service.state import open_turns
     from fieldguide.store import open_store
 
     turns = open_turns(settings)
     try:
-        records = list(turns.turns_since(since))
+        records = list(of_label(turns.turns_since(since), label))
     finally:
         close = getattr(turns, "close", None)
         if close:
@@ -117,6 +136,6 @@ def stale_report(settings, since: float, fmt: str) -> str:
 
             raise FieldguideError(f"collection {settings.collection} holds no index: run `fieldguide ingest DOCS_DIR` "
                                   "first")
-        current = index_version(store.file_records())
+        current = index_version(store.index_files())
         stale = stale_answers(records, current, store.texts, since)
     return render_stale(stale, fmt, current)

@@ -13,6 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface for --http (default 127.0.0.1)")
     parser.add_argument("--docs", type=Path, metavar="DIR",
                         help="Markdown folder exposed as resources (default FIELDGUIDE_DOCS_DIR; none: no resources)")
+    from fieldguide.labels import add_label_argument
+
+    add_label_argument(parser, "searches and questions")
     parser.add_argument("--collection", metavar="NAME", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
 
 
@@ -32,6 +35,13 @@ def run(args) -> int:
     if args.collection:
         update["collection"] = args.collection
     settings = settings.model_copy(update=update)
+    try:
+        from fieldguide.labels import with_cli_labels
+
+        settings = with_cli_labels(settings, args.label)
+    except ValueError as exc:
+        print(f"fieldguide mcp: {exc}", file=sys.stderr)
+        return 2
 
     from fieldguide.retrieval import open_resources
     from fieldguide.service.assets import resolve_asset_url

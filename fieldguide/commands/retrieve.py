@@ -12,6 +12,9 @@ HELP = "Retrieve context for a batch of questions (JSON Lines in, result lines o
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", required=True, type=Path, metavar="QUESTIONS.jsonl",
                         help='JSON Lines, one {"id": ..., "question": ...} a line')
+    from fieldguide.labels import add_label_argument
+
+    add_label_argument(parser, "every question")
     parser.add_argument("--collection", help="Weaviate collection (default FIELDGUIDE_COLLECTION)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="per-request option, e.g. --set max_chunks=3 (repeatable)")
@@ -73,7 +76,14 @@ def run(args) -> int:
     if args.collection:
         settings = settings.model_copy(update={"collection": args.collection})
     try:
-        with open_resources(settings) as resources:
+        from fieldguide.labels import with_cli_labels
+
+        settings = with_cli_labels(settings, args.label)
+    except ValueError as exc:
+        print(f"fieldguide retrieve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with open_resources(settings, overrides.get("labels")) as resources:
             retrieval_graph = build_retrieval_graph()
             # Load every model before the first question, so no question pays for it.
             resources.warm_up(chat=False)

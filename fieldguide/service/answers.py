@@ -69,6 +69,7 @@ def search_hits(state: dict[str, Any], k: int, resolve: Resolve) -> list[dict[st
             "url": resolve(chunk["source"]) if chunk.get("source") else None,
             "score": round(float(score), 4) if score is not None else None,
             "similarity": round(float(chunk["similarity"]), 4) if chunk.get("similarity") is not None else None,
+            "label": chunk.get("label") or None,
             "text": chunk.get("text", ""),
         })
     return hits

@@ -92,6 +92,8 @@ class HandoffIn(BaseModel):
 class QuestionIn(BaseModel):
     question: str
     conversation_id: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    labels: list[str] | None = Field(None, max_length=50, description="Doc sets to answer from (default: "
+                                     "FIELDGUIDE_LABELS, else every set); an unknown label is refused.")
 
 
 def default_graph_factory(checkpointer=None):
@@ -131,6 +133,7 @@ class Service:
     _tidied_at: float = 0.0
     index_description: dict | None = None
     _index_version: tuple[float, str | None] | None = None
+    doc_sets: Any = None  # the index's doc set labels (search_routes.DocSets)
     _vector_space: str | None = None
 
     @property
@@ -157,15 +160,16 @@ class Service:
         False when the conversation is still answering."""
         return conversation.reserve()
 
-    async def begin_turn(self, conversation: Conversation, question: str) -> None:
-        self.start_turn(conversation, question)  # (async: background tasks that are not run in a thread)
+    async def begin_turn(self, conversation: Conversation, question: str, labels=None) -> None:
+        self.start_turn(conversation, question, labels)  # (async: background tasks that are not run in a thread)
 
-    def start_turn(self, conversation: Conversation, question: str) -> None:
+    def start_turn(self, conversation: Conversation, question: str, labels=None) -> None:
         conversation.reserved = False
         if conversation.evicted:
             return
+        options = {"labels": tuple(labels)} if labels else {}
         config = {
-            "configurable": {**self.configurable, "thread_id": conversation.id},
+            "configurable": {**options, **self.configurable, "thread_id": conversation.id},
             "metadata": {"conversation_id": conversation.id},
             "run_name": "conversation",
         }
@@ -189,7 +193,7 @@ class Service:
             except Exception:  # the answer is out; a checkpoint store that is down is reported elsewhere
                 log.exception("could not tidy the checkpoints of conversation %s", conversation.id)
             try:
-                self._finish_record(record, outcome, conversation.cancel_reason)
+                self._finish_record(record, outcome, conversation.cancel_reason, config["configurable"].get("labels"))
             finally:
                 # Only now do the readers' streams end: a reader that has read the turn to its end
                 # finds it stored (its record, for feedback and `fieldguide gaps`, and its checkpoint).
@@ -204,7 +208,7 @@ class Service:
             log.exception("could not record the turn of conversation %s", conversation_id)
             return None
 
-    def _finish_record(self, record, outcome, cancel_reason: str | None) -> None:
+    def _finish_record(self, record, outcome, cancel_reason: str | None, labels=None) -> None:
         if record is None:
             return
         try:
@@ -212,10 +216,19 @@ class Service:
                 record = record.finish("error", error=cancel_reason or "the answer was cancelled")
             else:
                 final = self._with_question_vector(self._with_freshness(outcome.final), outcome.query_vector)
+                final = self._with_labels(final, labels)
                 record = record.finish(outcome.status, final, outcome.error)
             self.state.turns.finish(record)
         except Exception:
             log.exception("could not store the turn of conversation %s", record.conversation_id)
+
+    def _with_labels(self, final: dict | None, labels) -> dict | None:
+        """The final state with the doc sets the question was limited to (the default set when it
+        named none), so the gap report can be made per label."""
+        from fieldguide.labels import parse_labels
+
+        chosen = labels or parse_labels(self.settings.labels)
+        return {**(final or {}), "labels": list(chosen)} if chosen else final
 
     def _with_freshness(self, final: dict | None) -> dict | None:
         """The final state with what freshness needs: the index version it was answered from
@@ -246,7 +259,7 @@ class Service:
         """The index's version (digest of its file manifest), read at most every
         INDEX_VERSION_SECONDS so a re-ingest shows up without a read per turn; None without a store."""
         store = getattr(self.resources, "store", None) if self.resources is not None else None
-        if store is None or not hasattr(store, "file_records"):
+        if store is None or not hasattr(store, "index_files"):
             return None
         now = time.monotonic()
         cached = self._index_version
@@ -255,7 +268,7 @@ class Service:
         from fieldguide.freshness import index_version
 
         try:
-            version = index_version(store.file_records()) or None
+            version = index_version(store.index_files()) or None
         except Exception:  # the store is down: the turn is stored without a version
             log.warning("could not read the index version")
             return cached[1] if cached else None
@@ -425,6 +438,15 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         if len(question) > settings.max_question_chars:
             raise invalid("question", f"the question is longer than {settings.max_question_chars} characters",
                           f"{len(question)} characters")
+        labels = None
+        if body.labels:
+            from fieldguide.labels import InvalidLabel
+
+            try:
+                labels = await asyncio.to_thread(service.doc_sets.checked, body.labels)
+            except InvalidLabel as exc:
+                raise invalid("labels", str(exc), body.labels) from None
+
         def admit() -> tuple[Conversation | None, str | JSONResponse]:
             if body.conversation_id is not None:
                 conversation = conversations.get(body.conversation_id)
@@ -446,7 +468,7 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         if conversation is None:
             return stream_url
         # Started once the 202 is on the wire: a run's first steps cost CPU the reply need not wait for.
-        background.add_task(service.begin_turn, conversation, question)
+        background.add_task(service.begin_turn, conversation, question, labels)
         return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202,
                             background=background)
 
@@ -516,9 +538,12 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
             return JSONResponse(body)
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
+    from fieldguide.service.search_routes import add_search_routes
     from fieldguide.service.web import add_web_routes
 
-    add_web_routes(app, settings, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir)
+    add_search_routes(app, service)
+    add_web_routes(app, settings, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir,
+                   label_root=service.doc_sets.root)
     if langserve:
         from fieldguide.service.rag import add_rag_routes
 

@@ -1,8 +1,14 @@
 """The MCP server: fieldguide's index for coding agents (official `mcp` SDK).
 
 Tools:
-    search_docs(query, k)  the best k chunks: breadcrumb, source, line range, URL, score, text
-    ask(question)          a grounded answer with its citations (the whole pipeline)
+    search_docs(query, k, labels)  the best k chunks: breadcrumb, source, line range, URL, score, text
+    ask(question, labels)          a grounded answer with its citations (the whole pipeline)
+
+`labels` limits either to those doc sets (versions, products; default: the server's default set,
+`--label` / FIELDGUIDE_LABELS, else every set); an unknown label is a tool error. search_docs
+ranks as the pipeline does, and so as `GET /search` does for a finished query (the same search,
+threshold and scorer; /search reads an unfinished last word differently, see
+`fieldguide.section_search`).
 Resources:
     fieldguide://docs/{path}  every Markdown file of the docs folder, as written
 
@@ -43,6 +49,7 @@ class SearchHit(BaseModel):
     resource: str | None = Field(description="The file as an MCP resource of this server.")
     score: float | None = Field(description="Rerank score (the pipeline's ranking).")
     similarity: float | None = Field(description="Cosine similarity to the query.")
+    label: str | None = Field(None, description="The doc set (version, product) the section belongs to.")
     text: str
 
 
@@ -98,8 +105,10 @@ class DocsFolder:
 
 
 def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = None,
-                     resolve: Callable[[str], str | None] = lambda source: None, own_logging: bool = True):
+                     resolve: Callable[[str], str | None] = lambda source: None, own_logging: bool = True,
+                     doc_sets=None):
     """The MCP server over `runner`. `resolve(source)` is a docs file's URL for readers.
+    `doc_sets` (`search_routes.DocSets`) checks the labels a call names; default: over the runner's resources.
     `own_logging=False` keeps the SDK from configuring the process's root logger (it does when
     nothing has yet), which is the host's to configure (the HTTP service's)."""
     from mcp.server import MCPServer
@@ -118,6 +127,22 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
         if placeholder is not None:
             root.removeHandler(placeholder)
     docs = DocsFolder(docs_dir)
+    if doc_sets is None:
+        from fieldguide.service.search_routes import DocSets
+
+        doc_sets = DocSets(runner.configurable.get("resources"), settings)
+    Labels = Annotated[list[str] | None, Field(
+        None, max_length=50, description="Doc sets (labels: versions, products) to limit to; default: the "
+        "server's default set, else every set.")]
+
+    def label_options(labels: list[str] | None) -> dict:
+        from fieldguide.labels import InvalidLabel
+
+        try:
+            checked = doc_sets.checked(labels) if labels else None
+        except InvalidLabel as exc:
+            raise ToolError(str(exc)) from None
+        return {"labels": checked} if checked else {}
     Question = Annotated[str, Field(min_length=1, max_length=settings.max_question_chars,
                                     description="A question in plain words.")]
     Count = Annotated[int, Field(ge=1, le=settings.public_max_chunks,
@@ -133,13 +158,15 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
         return text
 
     @server.tool(structured_output=True)
-    async def search_docs(query: Question, k: Count = 5) -> SearchResult:
+    async def search_docs(query: Question, k: Count = 5, labels: Labels = None) -> SearchResult:
         """Search the documentation: the k best-matching sections, best first, each with its
         breadcrumb, source file, line range, URL and score. Nothing passes when the docs do not
-        cover the query; the nearest sections are named instead."""
+        cover the query; the nearest sections are named instead. `labels` limits the search to
+        those doc sets (versions, products)."""
         query = clean(query, "query")
+        options = label_options(labels)
         try:
-            state = await runner.retrieve(query, {"max_chunks": k})
+            state = await runner.retrieve(query, {"max_chunks": k, **options})
         except InvalidOption as exc:
             raise ToolError(str(exc)) from None
         except Exception as exc:
@@ -148,13 +175,14 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
         return SearchResult(query=query, hits=hits, found=bool(hits), nearest=list(state.get("nearest") or []))
 
     @server.tool(structured_output=True)
-    async def ask(question: Question) -> AskResult:
+    async def ask(question: Question, labels: Labels = None) -> AskResult:
         """Ask the documentation a question: a grounded answer in Markdown and the sections it
         cites. When the docs do not cover it, the answer says so (abstain) and names the nearest
-        sections instead of guessing."""
+        sections instead of guessing. `labels` limits it to those doc sets (versions, products)."""
         question = clean(question, "question")
+        options = label_options(labels)
         try:
-            final = await runner.answer(question)
+            final = await runner.answer(question, options)
         except Exception as exc:
             raise ToolError(_failure(exc)) from None
         citations = citations_for(final, link)
@@ -181,7 +209,7 @@ def add_mcp_routes(app, service, *, docs_dir: Path | None) -> None:
     from mcp.server.transport_security import TransportSecuritySettings
 
     server = build_mcp_server(service.runner, service.settings, docs_dir=docs_dir, resolve=service.resolve,
-                              own_logging=False)
+                              own_logging=False, doc_sets=service.doc_sets)
     # Browsers are checked for the whole service (origins.py); the SDK's own Host check would need
     # the public host names, which the service does not know.
     http_app = server.streamable_http_app(

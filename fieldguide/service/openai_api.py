@@ -7,7 +7,9 @@ response, or on the last chunk of a stream), each `{"n", "chunk_id", "source", "
 "line_start", "line_end", "url"}`; `fieldguide` carries `abstain`, `intent` and, when the
 graph gives one, `standalone_question`. System messages are ignored: the pipeline's own
 prompts say how to answer. `max_tokens` (or `max_completion_tokens`) and `temperature` become
-the run's `max_answer_tokens` and `temperature`, within the server's public limits.
+the run's `max_answer_tokens` and `temperature`, within the server's public limits. An extra
+body field, `labels` (a list of doc set labels, or one comma-separated string), limits the answer
+to those doc sets (versions, products); an unknown label is a 400 naming `labels`.
 
 Errors have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with 400 for a
 bad request, 404 for an unknown model, 500 when the pipeline fails (mid-stream: one `error`
@@ -58,6 +60,7 @@ class ChatRequest(BaseModel):
     max_completion_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     n: int = Field(1, ge=1, le=1)
+    labels: list[str] | str | None = None  # fieldguide's own: the doc sets to answer from
 
 
 class OpenAIError(Exception):
@@ -117,6 +120,15 @@ def read_request(raw: bytes, settings) -> tuple[ChatRequest, str, list, dict[str
         options["max_answer_tokens"] = answer_tokens
     if request.temperature is not None:
         options["temperature"] = request.temperature
+    if request.labels:
+        from fieldguide.labels import InvalidLabel, parse_labels
+
+        try:
+            labels = parse_labels(request.labels)
+        except InvalidLabel as exc:
+            raise OpenAIError(400, f"labels: {exc}", param="labels") from None
+        if labels:
+            options["labels"] = labels
     try:
         check_public_limits(QueryOptions.validate_overrides(options), settings)
     except InvalidOption as exc:
@@ -142,6 +154,16 @@ def add_openai_routes(app: FastAPI, service) -> None:
             details["standalone_question"] = final["standalone_question"]
         return {"citations": citations_for(final, resolve), "fieldguide": details}
 
+    async def check_labels(labels) -> None:
+        import asyncio
+
+        from fieldguide.labels import InvalidLabel
+
+        try:
+            await asyncio.to_thread(service.doc_sets.checked, labels)
+        except InvalidLabel as exc:
+            raise OpenAIError(400, f"labels: {exc}", param="labels") from None
+
     @app.get("/v1/models")
     async def list_models() -> dict:
         return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0,
@@ -158,6 +180,8 @@ def add_openai_routes(app: FastAPI, service) -> None:
     async def chat_completions(request: Request):
         try:
             chat, question, history, options = read_request(await request.body(), settings)
+            if options.get("labels") and service.doc_sets is not None:
+                await check_labels(options["labels"])
         except OpenAIError as exc:
             return exc.response()
         completion_id = "chatcmpl-" + secrets.token_hex(12)

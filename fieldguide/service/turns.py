@@ -47,10 +47,15 @@ def source_entry(block: dict[str, Any], resolve_image, n: int | None = None,
         entry["n"] = n
     images = list(block.get("images") or [])
     entry["images"] = images
-    entry["image_urls"] = [resolve_image(url, entry.get("source", "")) for url in images]
-    entry["link"] = resolve_image(entry["source"], "") if entry.get("source") else None
+    # a labelled doc set's files are served from its own folder (`/docs-assets/@LABEL/...`)
+    where = f"@{block['label']}/{entry.get('source', '')}" if block.get("label") else entry.get("source", "")
+    entry["image_urls"] = [resolve_image(url, where) for url in images]
+    entry["link"] = resolve_image(where, "") if entry.get("source") else None
     if entry.get("source"):
-        entry["url"] = source_url(entry["source"], block.get("line_start"), block.get("line_end"), source_url_template)
+        entry["url"] = source_url(entry["source"], block.get("line_start"), block.get("line_end"), source_url_template,
+                                  block.get("label"))
+    if block.get("label"):
+        entry["label"] = block["label"]
     return entry
 
 

@@ -7,11 +7,13 @@
 """
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import logging
 import mimetypes
 from pathlib import Path
+from typing import Callable
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
@@ -33,7 +35,9 @@ PAGE_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src
 ASSET_POLICY = "default-src 'none'; img-src * data:; style-src 'unsafe-inline'; sandbox"
 
 
-def add_web_routes(app: FastAPI, settings: Settings, *, docs_dir: Path | None) -> None:
+def add_web_routes(app: FastAPI, settings: Settings, *, docs_dir: Path | None,
+                   label_root: Callable[[str], Path | None] | None = None) -> None:
+    """`label_root(label)`: the folder a labelled doc set's files are served from (`/docs-assets/@LABEL/...`)."""
     modules_dir = Path(settings.web_modules_dir) if settings.web_modules_dir else WEB_DIR / "node_modules"
     missing = missing_vendor_files(modules_dir)
     if missing:
@@ -68,10 +72,14 @@ def add_web_routes(app: FastAPI, settings: Settings, *, docs_dir: Path | None) -
 
     @app.get(DOCS_ASSETS_PREFIX + "/{path:path}", include_in_schema=False)
     async def docs_asset(path: str):
-        if docs_root is None:
+        root = docs_root
+        if path.startswith("@") and label_root is not None:  # a labelled doc set's file
+            label, _, path = path[1:].partition("/")
+            root = await asyncio.to_thread(label_root, label)
+        if root is None:
             return JSONResponse({"detail": "no docs folder is configured"}, status_code=404)
-        target = (docs_root / path).resolve()
-        if not target.is_file() or not target.is_relative_to(docs_root):
+        target = (root / path).resolve()
+        if not target.is_file() or not target.is_relative_to(root):
             return JSONResponse({"detail": "not found"}, status_code=404)
         if target.suffix.lower() in TEXT_SUFFIXES:
             media_type = "text/plain; charset=utf-8"

@@ -9,12 +9,19 @@
   const form = document.getElementById("ask");
   const input = document.getElementById("question");
   const haveRenderer = () => typeof window.marked !== "undefined" && typeof window.DOMPurify !== "undefined";
+  const labels = FieldguideChat.createLabelChoice({ select: document.getElementById("labels") });
   const chat = FieldguideChat.createChat({
     thread: document.getElementById("thread"),
     status: document.getElementById("status"),
     send: document.getElementById("send"),
     config,
+    labels,
     libraries: () => (haveRenderer() ? { marked: window.marked, DOMPurify: window.DOMPurify } : null),
+  });
+  // The same box searches as the reader types; Enter (or Ask) turns the text into a question.
+  FieldguideChat.createSearchBox({
+    input, labels, list: document.getElementById("search-results"),
+    onAsk: () => form.requestSubmit(),
   });
 
   form.addEventListener("submit", (event) => {

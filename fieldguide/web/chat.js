@@ -18,7 +18,14 @@
 //   base       origin of the fieldguide service ("" for the page's own)
 //   config     {imageBaseUrl, assetsPrefix, maxQuestionChars, handoff (a support target is configured)}
 //   libraries  () => {marked, DOMPurify} or null (not loaded yet: plain text, still safe)
+//   labels     () => the doc sets the reader chose ([]: the service's default set)
 // and returns {ask(question) -> false when it cannot be sent, reset()}.
+//
+// createSearchBox({input, list, base, labels, onAsk}) makes the same box search as the reader
+// types (GET /search, debounced; the list shows title, breadcrumb and highlighted snippet, then an
+// "Ask" option): arrows move through it, Enter opens the chosen section or, with none chosen,
+// asks; Escape closes it. createLabelChoice({select, base}) fills a <select> with the service's doc
+// sets when it has more than one and returns the `labels` function for the two above.
 "use strict";
 
 const FieldguideChat = (function () {
@@ -242,6 +249,7 @@ const FieldguideChat = (function () {
 
   function createChat(options) {
     const { thread, status, send, base = "", config = {}, libraries } = options;
+    const labels = options.labels || (() => []);  // the doc sets the reader chose (none: the default)
     const doc = thread.ownerDocument;
     let conversationId = null;
     let turnCount = 0;  // turns of this conversation (the service's `done` event names it too)
@@ -506,10 +514,12 @@ const FieldguideChat = (function () {
       const turn = newTurn(question);
       send.disabled = true;
       status.textContent = "Sending…";
+      const chosen = labels();
       const post = (id) => fetch(base + "/conversations", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(id ? { question, conversation_id: id } : { question }),
+        body: JSON.stringify(Object.assign(id ? { question, conversation_id: id } : { question },
+                                           chosen.length ? { labels: chosen } : {})),
       });
       try {
         let response;
@@ -551,5 +561,180 @@ const FieldguideChat = (function () {
     return { ask, reset };
   }
 
-  return { createChat };
+  // --- instant search: results as the reader types, in the same box that asks -------------------
+  const SEARCH_DELAY_MS = 120;  // debounce: a burst of keystrokes sends one request
+  const SEARCH_MIN_CHARS = 2;
+
+  function snippetNodes(doc, html) {
+    // The service escapes the snippet and adds only <mark>; parsed inert, only text and <mark> kept.
+    const parsed = new DOMParser().parseFromString("<p>" + String(html || "") + "</p>", "text/html");
+    const out = [];
+    for (const node of parsed.body.firstChild ? parsed.body.firstChild.childNodes : []) {
+      if (node.nodeType === 1 && node.tagName === "MARK") {
+        const mark = doc.createElement("mark");
+        mark.textContent = node.textContent;
+        out.push(mark);
+      } else {
+        out.push(doc.createTextNode(node.textContent));
+      }
+    }
+    return out;
+  }
+
+  function createSearchBox(options) {
+    // input: the textarea; list: an element to fill with results; onAsk(text): turn it into a question;
+    // labels(): the chosen doc sets. Keys: ArrowDown/ArrowUp move through the results, Enter opens the
+    // one chosen (or asks when none is), Escape closes the results.
+    const { input, list, base = "", onAsk } = options;
+    const labels = options.labels || (() => []);
+    const doc = input.ownerDocument;
+    const view = doc.defaultView || window;
+    let timer = null;
+    let sent = 0;
+    let controller = null;
+    let results = [];
+    let active = -1;
+    list.setAttribute("role", "listbox");
+    list.hidden = true;
+    const listId = list.id || "fieldguide-results-" + Math.random().toString(36).slice(2);
+    list.id = listId;
+    input.setAttribute("aria-controls", listId);
+    input.setAttribute("aria-autocomplete", "list");
+
+    function close() {
+      results = [];
+      active = -1;
+      list.replaceChildren();
+      list.hidden = true;
+      input.removeAttribute("aria-activedescendant");
+      input.setAttribute("aria-expanded", "false");
+    }
+
+    function choose(index) {
+      active = index;
+      list.querySelectorAll("[role=option]").forEach((item, i) => {
+        item.setAttribute("aria-selected", i === index ? "true" : "false");
+        item.classList.toggle("active", i === index);
+        if (i === index) {
+          input.setAttribute("aria-activedescendant", item.id);
+          if (item.scrollIntoView) item.scrollIntoView({ block: "nearest" });
+        }
+      });
+      if (index < 0) input.removeAttribute("aria-activedescendant");
+    }
+
+    function openResult(result) {
+      if (!result || !result.url) return;
+      const url = /^https?:/i.test(result.url) ? result.url : base + result.url;
+      view.open(url, "_blank", "noopener");
+    }
+
+    function show(found, query) {
+      results = found;
+      active = -1;
+      list.replaceChildren();
+      found.forEach((result, i) => {
+        const item = doc.createElement("li");
+        item.setAttribute("role", "option");
+        item.id = listId + "-" + i;
+        item.className = "result";
+        const title = doc.createElement("span");
+        title.className = "result-title";
+        title.textContent = result.title || result.source;
+        const crumb = doc.createElement("span");
+        crumb.className = "result-breadcrumb";
+        crumb.textContent = (result.label ? result.label + " · " : "") +
+          [result.source].concat(result.heading_path || []).join(" › ");
+        const text = doc.createElement("span");
+        text.className = "result-snippet";
+        text.append(...snippetNodes(doc, result.snippet));
+        item.append(title, crumb, text);
+        item.addEventListener("mousedown", (event) => { event.preventDefault(); openResult(result); });
+        list.append(item);
+      });
+      const ask = doc.createElement("li");
+      ask.setAttribute("role", "option");
+      ask.id = listId + "-ask";
+      ask.className = "result ask-option";
+      ask.textContent = "Ask: " + query;
+      ask.addEventListener("mousedown", (event) => { event.preventDefault(); close(); onAsk(input.value); });
+      list.append(ask);
+      list.hidden = false;
+      input.setAttribute("aria-expanded", "true");
+    }
+
+    async function search(query) {
+      const number = ++sent;
+      if (controller) controller.abort();
+      controller = typeof AbortController !== "undefined" ? new AbortController() : null;
+      const params = new URLSearchParams({ q: query, limit: "6" });
+      for (const label of labels()) params.append("label", label);
+      try {
+        const response = await fetch(base + "/search?" + params.toString(),
+                                     controller ? { signal: controller.signal } : {});
+        if (!response.ok) { if (number === sent) close(); return; }
+        const body = await response.json();
+        if (number !== sent || input.value.trim().length < SEARCH_MIN_CHARS) return;  // a newer one is coming
+        show(body.results || [], query.trim());
+      } catch (error) {
+        /* aborted by a newer keystroke, or offline: the box still asks */
+      }
+    }
+
+    input.addEventListener("input", () => {
+      if (timer) view.clearTimeout(timer);
+      const query = input.value;
+      if (query.trim().length < SEARCH_MIN_CHARS) { sent++; close(); return; }
+      timer = view.setTimeout(() => search(query), SEARCH_DELAY_MS);
+    });
+    input.addEventListener("keydown", (event) => {
+      const options = list.querySelectorAll("[role=option]");
+      if (event.key === "ArrowDown" && !list.hidden && options.length) {
+        event.preventDefault();
+        choose(active + 1 >= options.length ? 0 : active + 1);
+      } else if (event.key === "ArrowUp" && !list.hidden && options.length) {
+        event.preventDefault();
+        choose(active <= 0 ? options.length - 1 : active - 1);
+      } else if (event.key === "Escape" && !list.hidden) {
+        event.preventDefault();
+        event.stopPropagation();
+        close();
+      } else if (event.key === "Enter" && !event.shiftKey && active >= 0 && active < results.length) {
+        event.preventDefault();
+        event.stopImmediatePropagation();  // the form's own Enter (ask) is not wanted here
+        const result = results[active];
+        close();
+        openResult(result);
+      } else if (event.key === "Enter" && !event.shiftKey) {
+        sent++;  // asking: a search still on its way must not reopen the list
+        close();
+      }
+    });
+    input.addEventListener("blur", () => view.setTimeout(close, 150));
+    return { close, isOpen: () => !list.hidden };
+  }
+
+  function createLabelChoice(options) {
+    // A <select> of the doc sets, shown only when the service has more than one; "" = the default set.
+    const { select, base = "" } = options;
+    const doc = select.ownerDocument;
+    select.hidden = true;
+    fetch(base + "/labels").then((r) => (r.ok ? r.json() : null)).then((body) => {
+      if (!body || !Array.isArray(body.labels) || body.labels.length < 2) return;
+      const all = doc.createElement("option");
+      all.value = "";
+      all.textContent = body.default && body.default.length ? "Default (" + body.default.join(", ") + ")" : "All doc sets";
+      select.append(all);
+      for (const label of body.labels) {
+        const option = doc.createElement("option");
+        option.value = label;
+        option.textContent = label;
+        select.append(option);
+      }
+      select.hidden = false;
+    }).catch(() => { /* no choice offered: the default set */ });
+    return () => (select.value ? [select.value] : []);
+  }
+
+  return { createChat, createSearchBox, createLabelChoice };
 })();

@@ -5,7 +5,9 @@
 //
 // The service serves this file as /widget.js inside one private function scope, after chat.js
 // (the chat page's own asking, streaming and safe rendering) and SERVER_CONFIG (its settings),
-// so nothing leaks into the page but `window.fieldguideWidget` ({open, close, ask}). Everything
+// so nothing leaks into the page but `window.fieldguideWidget` ({open, close, ask}). Its box
+// searches as the reader types (results with highlighted snippets; arrows, Enter, Escape) and asks
+// on Enter or "Ask"; Cmd+K (Ctrl+K) opens it from anywhere on the page. Everything
 // it draws lives in a shadow root: the page's styles do not reach it, its styles do not leak.
 // The launcher is drawn at once; marked and DOMPurify are fetched from the service only when
 // the panel first opens (or the browser is idle), into private references: the page's own
@@ -65,6 +67,16 @@ textarea { width: 100%; font: inherit; padding: 0.4rem; border: 1px solid #d9dee
 .handoff button { padding: 0.05rem 0.5rem; } .handoff-form { display: flex; gap: 0.3rem; flex-wrap: wrap; flex: 1; padding: 0; border: 0; background: none; }
 .handoff-form[hidden], .handoff button[hidden] { display: none; }
 .handoff-form input { flex: 1; min-width: 8rem; font: inherit; padding: 0.15rem 0.3rem; border: 1px solid #d9dee7; border-radius: 4px; }
+.results { list-style: none; margin: 0 0 0.3rem; padding: 0.15rem; background: #fff; border: 1px solid #d9dee7;
+  border-radius: 6px; max-height: 16rem; overflow-y: auto; }
+.results[hidden] { display: none; }
+.result { display: block; padding: 0.3rem 0.45rem; border-radius: 4px; cursor: pointer; }
+.result.active, .result:hover { background: #eaf2ff; }
+.result-title { display: block; font-weight: 600; } .result-breadcrumb { display: block; color: #5c6577; font-size: 0.75rem; }
+.result-snippet { display: block; font-size: 0.82rem; } .result mark { background: #fff1a8; color: inherit; }
+.ask-option { color: #1f6feb; font-weight: 600; }
+select { font: inherit; font-size: 0.8rem; padding: 0.15rem; border: 1px solid #d9dee7; border-radius: 6px; }
+select[hidden] { display: none; }
 `;
 
 function element(doc, tag, props, children) {
@@ -110,13 +122,18 @@ function mount() {
   const close = element(document, "button", { className: "close", type: "button", textContent: "×", title: "Close" });
   const thread = element(document, "div", { className: "thread" });
   thread.setAttribute("aria-live", "polite");
-  const input = element(document, "textarea", { rows: 2, placeholder: data.placeholder || "Ask a question…" });
-  input.setAttribute("aria-label", "Question");
+  const input = element(document, "textarea", { rows: 2, placeholder: data.placeholder || "Search or ask a question…" });
+  input.setAttribute("aria-label", "Search or ask");
+  input.setAttribute("role", "combobox");
+  const results = element(document, "ul", { className: "results", hidden: true });
+  const choice = element(document, "select", { className: "labels", hidden: true });
+  choice.setAttribute("aria-label", "Doc set");
   const send = element(document, "button", { className: "send", type: "submit", textContent: "Ask" });
   const fresh = element(document, "button", { className: "secondary new", type: "button", textContent: "New" });
   const status = element(document, "span", { className: "status" });
   status.setAttribute("role", "status");
-  const form = element(document, "form", {}, [input, element(document, "div", { className: "actions" }, [send, fresh, status])]);
+  const form = element(document, "form", {}, [results, input,
+    element(document, "div", { className: "actions" }, [send, fresh, choice, status])]);
   const panel = element(document, "section", { className: "panel", hidden: true }, [
     element(document, "div", { className: "bar" }, [element(document, "strong", { textContent: title }), close]),
     thread, form]);
@@ -136,7 +153,11 @@ function mount() {
       .catch(() => { /* plain text it stays: still safe */ });
     return loading;
   }
-  const chat = FieldguideChat.createChat({ thread, status, send, base, config: SERVER_CONFIG, libraries: () => libs });
+  const labels = FieldguideChat.createLabelChoice({ select: choice, base });
+  const chat = FieldguideChat.createChat({ thread, status, send, base, config: SERVER_CONFIG, labels,
+                                           libraries: () => libs });
+  const searchBox = FieldguideChat.createSearchBox({ input, list: results, base, labels,
+                                                    onAsk: () => form.requestSubmit() });
 
   function open() {
     loadRenderer();
@@ -167,6 +188,15 @@ function mount() {
     if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
       form.requestSubmit();
+    }
+  });
+  panel.addEventListener("keydown", (event) => {  // Escape: the results first (the box's own), then the panel
+    if (event.key === "Escape" && !searchBox.isOpen()) { hide(); launcher.focus(); }
+  });
+  document.addEventListener("keydown", (event) => {  // Cmd+K / Ctrl+K: open the box from anywhere
+    if ((event.metaKey || event.ctrlKey) && !event.altKey && (event.key === "k" || event.key === "K")) {
+      event.preventDefault();
+      if (panel.hidden) open(); else input.focus();
     }
   });
   (window.requestIdleCallback || ((fn) => setTimeout(fn, 1500)))(() => loadRenderer());

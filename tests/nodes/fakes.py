@@ -89,7 +89,7 @@ class FakeStore:
     def section_intros(self, sections):
         self.calls.append(("section_intros", len(sections)))
         found = []
-        for source, heading_path, before_line in sections:
+        for source, heading_path, before_line, *_ in sections:
             matches = [r for r in self.records if r["source"] == source and r["heading_path"] == list(heading_path)
                        and r["part_index"] == 1 and (before_line is None or r["line_start"] <= before_line)]
             found.append(dict(max(matches, key=lambda r: r["line_start"])) if matches else None)

@@ -66,7 +66,7 @@ def intro_fetcher(records):
     """section_intros over in-memory records (first part, nearest occurrence above the child)."""
     def fetch(sections):
         found = []
-        for source, path, before_line in sections:
+        for source, path, before_line, *_ in sections:
             matches = [r for r in records if r["source"] == source and r["heading_path"] == list(path)
                        and r["part_index"] == 1 and (before_line is None or r["line_start"] <= before_line)]
             found.append(max(matches, key=lambda r: r["line_start"]) if matches else None)

@@ -153,7 +153,8 @@ def test_manifest_round_trip_and_mismatch(filled_store):
     store, _, _ = filled_store
     assert store.manifest() == {"embedding_model": "test-model", "dimension": DIM, "chunker_version": "1",
                                 "embedding_backend": "onnx-none",
-                                "calibration": None, "query_prompt": None, "passage_prompt": None}
+                                "calibration": None, "query_prompt": None, "passage_prompt": None,
+                                "ingest_stamp": None}
     assert store.check_manifest("test-model")["dimension"] == DIM
     with pytest.raises(ModelMismatch, match="--reindex"):
         store.check_manifest("another-model")

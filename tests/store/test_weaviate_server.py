@@ -66,7 +66,8 @@ def test_two_processes_share_one_server_that_survives_a_restart(tmp_path, weavia
         with open_store(settings, collection="Persisted") as store:  # starts it again
             assert store.manifest() == {"embedding_model": "m", "dimension": 3, "chunker_version": "1",
                                         "embedding_backend": "onnx-none",
-                                        "calibration": None, "query_prompt": None, "passage_prompt": None}
+                                        "calibration": None, "query_prompt": None, "passage_prompt": None,
+                                        "ingest_stamp": None}
         status = weaviate_server.status(settings)
         assert status["ready"] and status["pid"] not in pids
     finally:

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Protocol
 
 # What a turn record copies from the final state, when present.
 STATE_FIELDS = ("standalone_question", "answer", "intent", "abstain", "coverage", "coverage_reason", "citations",
-                "sentences", "timings_ms", "index_version", "sections", "question_vector")
+                "sentences", "timings_ms", "index_version", "sections", "question_vector", "labels")
 RATINGS = ("up", "down")
 
 
@@ -46,6 +46,7 @@ class TurnRecord:
     sections: list[dict] = field(default_factory=list)
     # the standalone question's vector as retrieval made it: {"model": vector space id, "vector": [...]}
     question_vector: dict[str, Any] | None = None
+    labels: list[str] = field(default_factory=list)  # the doc sets the question was limited to (none: every set)
     error: str | None = None
     started_at: float = field(default_factory=time.time)  # seconds since the epoch
     finished_at: float | None = None
