@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fieldguide.errors import FieldguideError
+from fieldguide.retrieval import coverage_of
 from fieldguide.source_links import source_url
 from fieldguide.service.conversations import Conversation
 from fieldguide.service.failures import reader_message
@@ -137,6 +138,8 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             "answer": final.get("answer", ""),
             "intent": final.get("intent"),
             "abstain": bool(final.get("abstain", False)),
+            "coverage": coverage_of(final),
+            "coverage_reason": final.get("coverage_reason") or "",
             "standalone_question": final.get("standalone_question") or graph_input.get("question"),
             "citations": list(final.get("citations") or []),
             "sentences": list(final.get("sentences") or []),

@@ -1,0 +1,239 @@
+"""coverage: whether the quoted evidence answers the question — `covered`, `partial` or `not_covered`.
+
+`cap` abstains when nothing stands out of the question's candidates: that turn is
+`not_covered`. Any other turn has quotes, and the quotes always look like an answer, so this
+node asks whether they are about what was asked. A question's *focus* is its rarest content
+words (the standalone question's own part, without a carried topic), each weighed by its idf
+in the index: "Can I pay for a booking with cryptocurrency?" turns on "cryptocurrency", not on
+"booking". The signals (`Signals`):
+
+* `found`: the idf-weighted share of the question's words that the quoted units hold (their
+  text, heading label, table header and the breadcrumb of their block); 1.0 when every word is
+  there, low when the quotes are about the question's common words only;
+* `missing`: the question's words the quotes lack, rarest first, with `missing_idf`, the
+  rarest one's idf relative to the index's largest (a word no chunk holds is 1.0);
+* `missing_close`: the best cosine between the rarest missing word and a quoted unit (the
+  quotes may say it in other words: "wife" and "partner");
+* `names`: names the reader writes (`fieldguide.names`) that no chunk of the index holds;
+* `standout`: how far the best candidate stands above its pool, in the index's abstain margins
+  (`cap` abstains below 1).
+
+`verdict` turns them into the verdict and its reason; its thresholds were chosen on the mean
+over every question set (docs/BENCHMARKS.md, "Coverage"), never on single questions.
+
+With `coverage_judge` on and an OpenAI-compatible endpoint configured, the chat model is
+asked too (`prompts/coverage.md`): a "no" from it makes a covered turn `partial`. Its quality
+cannot be measured offline (no capable model runs here); it is off by default.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+from langchain_core.runnables import RunnableConfig
+
+from fieldguide.calibration import top_margin
+from fieldguide.content_words import STOPWORDS, stem
+from fieldguide.headings import heading_labels
+from fieldguide.names import unknown_names
+from fieldguide.words import words
+from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from nodes.condense import own_part
+from nodes.evidence import embedding_text
+from nodes.quotable import Unit
+
+COVERED, PARTIAL, NOT_COVERED = "covered", "partial", "not_covered"
+VERDICTS = (COVERED, PARTIAL, NOT_COVERED)
+
+
+@dataclass
+class Signals:
+    """What the verdict reads (see the module doc)."""
+
+    found: float = 1.0
+    missing: list[str] = field(default_factory=list)
+    missing_idf: float = 0.0
+    missing_close: float = 1.0
+    names: list[str] = field(default_factory=list)
+    standout: float | None = None
+    semantic: float | None = None  # best cosine between the question and a quoted unit
+    words: int = 0  # content words of the question weighed
+
+    def to_dict(self) -> dict:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def _forms(word: str) -> set[str]:
+    """The word as the index's statistics may hold it (they are not stemmed)."""
+    forms = {word, stem(word)}
+    if word.endswith("s") and len(word) > 3:
+        forms.add(word[:-1])
+    return forms
+
+
+def question_words(question: str) -> list[str]:
+    """The content words of a question (as written, lower case, each once): no stop word, no
+    number, at least two letters."""
+    seen = []
+    for w in words(question):
+        if w in STOPWORDS or len(w) < 2 or w.isdigit() or w in seen:
+            continue
+        seen.append(w)
+    return seen
+
+
+def idf_of(word: str, document_frequency: dict[str, int] | None, documents: int) -> float:
+    """Lucene's idf of the word's most frequent form in the index; 1.0 each without statistics."""
+    if document_frequency is None or documents <= 0:
+        return 1.0
+    df = max(document_frequency.get(form, 0) for form in _forms(word))
+    return math.log(1 + (documents - df + 0.5) / (df + 0.5))
+
+
+def quoted_terms(evidence: list[dict], blocks: list[dict]) -> set[str]:
+    """Stemmed words of the quoted units, their table headers and the breadcrumbs of their blocks."""
+    found: set[str] = set()
+    for unit in evidence:
+        found |= {stem(w) for w in words((unit.get("text") or "") + "\n" + (unit.get("header") or ""))}
+        n = int(unit.get("n") or 0)
+        if 0 < n <= len(blocks):
+            found |= {stem(w) for w in words(" ".join(heading_labels(blocks[n - 1].get("heading_path"))))}
+    return found
+
+
+def signals(question: str, evidence: list[dict], blocks: list[dict], document_frequency: dict[str, int] | None,
+            documents: int, embed=None, unit_vectors=None, standout: float | None = None,
+            question_vector=None) -> Signals:
+    """The signals of one answered turn. `embed(texts) -> vectors` and `unit_vectors` (of the
+    quoted units, in order) give `missing_close`; without them it is left at 1.0 (no evidence
+    against the quotes)."""
+    own = question_words(own_part(question)) or question_words(question)
+    if not own:
+        return Signals(standout=standout)
+    weights = {w: idf_of(w, document_frequency, documents) for w in own}
+    top = idf_of("\u2400", document_frequency, documents)  # a word no chunk holds: the largest idf
+    held = quoted_terms(evidence, blocks)
+    found = {w for w in own if stem(w) in held or w in held}
+    total = sum(weights.values()) or 1.0
+    missing = sorted((w for w in own if w not in found), key=lambda w: -weights[w])
+    close, semantic = 1.0, None
+    if unit_vectors is not None and len(unit_vectors):
+        if missing and embed is not None:
+            close = best_cosine(embed([missing[0]])[0], unit_vectors)
+        if question_vector is not None:
+            semantic = best_cosine(question_vector, unit_vectors)
+    return Signals(found=sum(weights[w] for w in found) / total, missing=missing,
+                   missing_idf=weights[missing[0]] / top if missing and top > 0 else 0.0,
+                   missing_close=close,
+                   names=unknown_names(own_part(question), document_frequency),
+                   standout=standout, semantic=semantic, words=len(own))
+
+
+def best_cosine(vector, vectors) -> float:
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    query = np.asarray(vector, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+    return float(np.max(matrix @ query / np.where(norms == 0, 1.0, norms)))
+
+
+# The verdict's thresholds (see `verdict`); benchmarks/tune_coverage.py --grid moves each.
+THRESHOLDS = {"found_min": 0.5, "missing_idf": 0.8, "close_min": 0.4, "standout_min": 1.5}
+
+
+def verdict(s: Signals, **overrides: float) -> tuple[str, str]:
+    """(coverage, reason) of a turn that was answered with quotes."""
+    t = {**THRESHOLDS, **overrides}
+    if s.names:
+        return PARTIAL, "the docs never name " + ", ".join(s.names)
+    if s.found < t["found_min"]:
+        return PARTIAL, f"the quotes hold {s.found:.0%} of the question's weight"
+    if s.missing and s.missing_idf >= t["missing_idf"] and s.missing_close < t["close_min"]:
+        return PARTIAL, f"the quotes do not mention {s.missing[0]}"
+    return COVERED, "the quotes hold the question's words"
+
+
+def standout_of(state: dict, config) -> float | None:
+    """How far the best candidate stood above its pool, in abstain margins (as `cap` measured it)."""
+    from nodes.cap import pool_scores, thresholds
+
+    ranked = state.get("rerank_results") or []
+    if not ranked:
+        return None
+    margin, _, _ = thresholds(options_for(config), config)
+    stands_out = top_margin(pool_scores(ranked, state.get("search_results") or []))
+    return stands_out / margin if margin > 0 else None
+
+
+def coverage(state: dict, config: RunnableConfig = None) -> dict:
+    with Stopwatch() as sw:
+        if state.get("abstain"):
+            result, reason = NOT_COVERED, state.get("abstain_reason") or "nothing in the docs stands out"
+            found = Signals()
+        else:
+            resources = resources_for(config)
+            stats = resources.term_stats
+            blocks = state.get("context") or []
+            evidence = state.get("evidence") or []
+            embed = resources.text_vectors.embed
+            # the texts the evidence step embedded, so the vectors come from its cache
+            unit_vectors = embed([embedding_text(Unit(u["n"] - 1, 0, u["kind"], u["text"], 0, u.get("label") or "",
+                                                      u.get("header") or "")) for u in evidence]) if evidence else []
+            found = signals(state.get("standalone_question") or state["question"], evidence, blocks,
+                            stats.document_frequency if stats else None, stats.documents if stats else 0,
+                            embed, unit_vectors, standout_of(state, config), state.get("query_vector"))
+            result, reason = verdict(found)
+    return {"coverage": result, "coverage_reason": reason, "coverage_signals": found.to_dict(),
+            "timings_ms": with_timing(state, "coverage", sw.ms)}
+
+
+# --- what the reader reads first when the verdict is partial --------------------------------
+
+_YES_NO = re.compile(r"^(?:(?:so|and|but|also|ok|okay),?\s+)?(can|could|may|might|should|will|would|must|do|did)\s+"
+                     r"(i|we)\s+(.+?)[?.!\s]*$", re.IGNORECASE)
+_THERE = re.compile(r"^(?:(?:so|and|but|also|ok|okay),?\s+)?(is|are)\s+there\s+(.+?)[?.!\s]*$", re.IGNORECASE)
+_PERSON = {"i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "we": "you", "us": "you",
+           "our": "your", "ours": "yours", "i'm": "you're", "i've": "you've", "i'd": "you'd", "i'll": "you'll"}
+_WORD_TOKEN = re.compile(r"[A-Za-z']+")
+
+
+def _second_person(text: str) -> str:
+    return _WORD_TOKEN.sub(lambda m: _PERSON.get(m.group(0).lower(), m.group(0)), text)
+
+
+def whether_clause(question: str) -> str | None:
+    """"Can I pay by card?" as "whether you can pay by card"; None for a question not asked that
+    simply (yes/no questions of the reader's own doing, and "is there ...")."""
+    text = " ".join(own_part(question).split())
+    if "?" in text.rstrip("?"):  # two questions in one: no single clause says both
+        return None
+    if m := _YES_NO.match(text):
+        aux, rest = m.group(1).lower(), _second_person(m.group(3))
+        return f"whether you {rest}" if aux in ("do", "did") else f"whether you {aux} {rest}"
+    if m := _THERE.match(text):
+        return f"whether there {m.group(1).lower()} {_second_person(m.group(2))}"
+    return None
+
+
+CLOSEST = "The closest they come:"
+
+
+def partial_preface(question: str, signals: dict | None) -> str:
+    """The sentence a partial answer opens with: what the docs do not say, then that the quotes
+    below are only the closest they come."""
+    signals = signals or {}
+    names = list(signals.get("names") or [])
+    missing = list(signals.get("missing") or [])
+    if names:
+        named = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+        return f"The docs never mention {named}, so they may not answer this. {CLOSEST}"
+    clause = whether_clause(question)
+    if clause:
+        return f"The docs don't say {clause}. {CLOSEST}"
+    if missing and float(signals.get("missing_idf") or 0.0) >= 1.0:
+        return f"The docs never mention \u201c{missing[0]}\u201d, so they may not answer this. {CLOSEST}"
+    if missing:
+        return f"The passages found don't mention \u201c{missing[0]}\u201d, so the docs may not answer this. {CLOSEST}"
+    return f"The docs may not answer this directly. {CLOSEST}"
