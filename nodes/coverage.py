@@ -27,6 +27,7 @@ cannot be measured offline (no capable model runs here); it is off by default.
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -43,6 +44,8 @@ from nodes.condense import own_part
 from nodes.evidence import embedding_text
 from nodes.quotable import Unit
 
+log = logging.getLogger("fieldguide.coverage")
+
 COVERED, PARTIAL, NOT_COVERED = "covered", "partial", "not_covered"
 VERDICTS = (COVERED, PARTIAL, NOT_COVERED)
 
@@ -58,6 +61,7 @@ class Signals:
     names: list[str] = field(default_factory=list)
     standout: float | None = None
     semantic: float | None = None  # best cosine between the question and a quoted unit
+    judge: str | None = None  # the chat model's reply, when asked: "yes", "no" or "unclear"
     words: int = 0  # content words of the question weighed
 
     def to_dict(self) -> dict:
@@ -155,6 +159,42 @@ def verdict(s: Signals, **overrides: float) -> tuple[str, str]:
     return COVERED, "the quotes hold the question's words"
 
 
+JUDGE_TOKENS = 3
+
+
+def is_endpoint(chat_provider: str | None) -> bool:
+    return (chat_provider or "local").lower() == "openai"
+
+
+def judge_with_model(model, question: str, blocks: list[dict], config) -> str:
+    """The chat model's own reading: "yes" (the excerpts answer the question), "no", or "unclear"
+    (any other reply, or the endpoint failing: the offline verdict then stands alone)."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from prompts.loader import coverage_system_prompt, user_message
+
+    messages = [SystemMessage(content=coverage_system_prompt()), HumanMessage(content=user_message(question, blocks))]
+    try:
+        bound = model.bind(max_tokens=JUDGE_TOKENS, temperature=0.0) if hasattr(model, "bind") else model
+        reply = bound.invoke(messages, config)
+    except Exception as exc:  # the endpoint is down: the answer still comes, judged offline
+        log.warning("the coverage judge failed (%s); the offline verdict stands", exc)
+        return "unclear"
+    text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    first = (words(text) or [""])[0]
+    return first if first in ("yes", "no") else "unclear"
+
+
+def with_judgement(result: str, reason: str, s: Signals) -> tuple[str, str]:
+    """The offline verdict with the model's reading added: its "no" makes a covered answer partial; its
+    "yes" makes a partial one covered, unless the question names what no chunk of the docs holds."""
+    if s.judge == "no" and result == COVERED:
+        return PARTIAL, "the chat model read the context as not answering the question"
+    if s.judge == "yes" and result == PARTIAL and not s.names:
+        return COVERED, "the chat model read the context as answering the question (" + reason + ")"
+    return result, reason
+
+
 def standout_of(state: dict, config) -> float | None:
     """How far the best candidate stood above its pool, in abstain margins (as `cap` measured it)."""
     from nodes.cap import pool_scores, thresholds
@@ -185,6 +225,11 @@ def coverage(state: dict, config: RunnableConfig = None) -> dict:
                             stats.document_frequency if stats else None, stats.documents if stats else 0,
                             embed, unit_vectors, standout_of(state, config), state.get("query_vector"))
             result, reason = verdict(found)
+            options = options_for(config)
+            if options.coverage_judge and is_endpoint(resources.settings.chat_provider) and blocks:
+                found.judge = judge_with_model(resources.chat_model, state.get("standalone_question")
+                                               or state["question"], blocks, config)
+                result, reason = with_judgement(result, reason, found)
     return {"coverage": result, "coverage_reason": reason, "coverage_signals": found.to_dict(),
             "timings_ms": with_timing(state, "coverage", sw.ms)}
 
