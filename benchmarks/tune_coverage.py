@@ -55,7 +55,7 @@ async def collect(paths: list[str], settings) -> None:
 
     graph = _build(RETRIEVAL_STEPS + ANSWER_STEPS, MemorySaver(), "tune-coverage", output_schema=QueryState)
     with open_resources(settings) as resources:
-        resources._chat_model = Silent(messages=iter(AIMessage("") for _ in iter(int, 1)))
+        resources._chat_model = Silent(messages=iter(AIMessage(" ") for _ in iter(int, 1)))
         for path in paths:
             threads: dict[str, str] = {}
             for item in items_of(path):

@@ -62,6 +62,9 @@ class Signals:
     standout: float | None = None
     semantic: float | None = None  # best cosine between the question and a quoted unit
     judge: str | None = None  # the chat model's reply, when asked: "yes", "no" or "unclear"
+    unknown: float = 0.0  # share of the question's weight on words no chunk of the index holds
+    above_floor: float | None = None  # the best score above the index's strict minimum, in abstain margins
+    similarity: float | None = None  # cosine of the question to the best reranked candidate
     words: int = 0  # content words of the question weighed
 
     def to_dict(self) -> dict:
@@ -127,7 +130,8 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
             close = best_cosine(embed([missing[0]])[0], unit_vectors)
         if question_vector is not None:
             semantic = best_cosine(question_vector, unit_vectors)
-    return Signals(found=sum(weights[w] for w in found) / total, missing=missing,
+    unknown = sum(weights[w] for w in own if top > 0 and weights[w] >= top) / total
+    return Signals(found=sum(weights[w] for w in found) / total, missing=missing, unknown=unknown,
                    missing_idf=weights[missing[0]] / top if missing and top > 0 else 0.0,
                    missing_close=close,
                    names=unknown_names(own_part(question), document_frequency),
@@ -195,16 +199,19 @@ def with_judgement(result: str, reason: str, s: Signals) -> tuple[str, str]:
     return result, reason
 
 
-def standout_of(state: dict, config) -> float | None:
-    """How far the best candidate stood above its pool, in abstain margins (as `cap` measured it)."""
+def standing(state: dict, config) -> tuple[float | None, float | None, float | None]:
+    """(how far the best candidate stood above its pool, as `cap` measured it, and how far above the
+    strict minimum, both in the index's abstain margins; the best candidate's cosine)."""
     from nodes.cap import pool_scores, thresholds
 
     ranked = state.get("rerank_results") or []
     if not ranked:
-        return None
-    margin, _, _ = thresholds(options_for(config), config)
+        return None, None, None
+    margin, minimum, _ = thresholds(options_for(config), config)
     stands_out = top_margin(pool_scores(ranked, state.get("search_results") or []))
-    return stands_out / margin if margin > 0 else None
+    if margin <= 0:
+        return None, None, float(ranked[0]["similarity"])
+    return stands_out / margin, (float(ranked[0]["rerank_score"]) - minimum) / margin, float(ranked[0]["similarity"])
 
 
 def coverage(state: dict, config: RunnableConfig = None) -> dict:
@@ -221,9 +228,11 @@ def coverage(state: dict, config: RunnableConfig = None) -> dict:
             # the texts the evidence step embedded, so the vectors come from its cache
             unit_vectors = embed([embedding_text(Unit(u["n"] - 1, 0, u["kind"], u["text"], 0, u.get("label") or "",
                                                       u.get("header") or "")) for u in evidence]) if evidence else []
+            standout, above_floor, similarity = standing(state, config)
             found = signals(state.get("standalone_question") or state["question"], evidence, blocks,
                             stats.document_frequency if stats else None, stats.documents if stats else 0,
-                            embed, unit_vectors, standout_of(state, config), state.get("query_vector"))
+                            embed, unit_vectors, standout, state.get("query_vector"))
+            found.above_floor, found.similarity = above_floor, similarity
             result, reason = verdict(found)
             options = options_for(config)
             if options.coverage_judge and is_endpoint(resources.settings.chat_provider) and blocks:

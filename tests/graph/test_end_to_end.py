@@ -123,8 +123,10 @@ def test_ask_batch_writes_answer_lines_for_questions_and_conversation_turns(smal
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["q1", "c1#1", "c1#2"]
     for line in lines:
-        assert list(line) == ["id", "question", "standalone_question", "intent", "abstain", "answer", "citations",
-                              "sentences", "context", "timings_ms"]
+        assert list(line) == ["id", "question", "standalone_question", "intent", "abstain", "coverage",
+                              "coverage_reason", "answer", "citations", "sentences", "context", "timings_ms"]
+        assert line["coverage"] in ("covered", "partial", "not_covered") and line["coverage_reason"]
+        assert (line["coverage"] == "not_covered") == line["abstain"]
         assert "line_start" not in line["context"][0]  # blocks exactly as in the result line
         assert 0 < line["timings_ms"]["first_token"] <= line["timings_ms"]["total"]
         assert line["citations"] and {"n", "chunk_id", "source", "heading_path", "line_start", "line_end",
