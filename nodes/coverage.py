@@ -130,9 +130,11 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
             close = best_cosine(embed([missing[0]])[0], unit_vectors)
         if question_vector is not None:
             semantic = best_cosine(question_vector, unit_vectors)
-    unknown = sum(weights[w] for w in own if top > 0 and weights[w] >= top) / total
+    # which words no chunk holds is known only from the index's statistics
+    known = document_frequency is not None and documents > 0
+    unknown = sum(weights[w] for w in own if weights[w] >= top) / total if known else 0.0
     return Signals(found=sum(weights[w] for w in found) / total, missing=missing, unknown=unknown,
-                   missing_idf=weights[missing[0]] / top if missing and top > 0 else 0.0,
+                   missing_idf=weights[missing[0]] / top if missing and known else 0.0,
                    missing_close=close,
                    names=unknown_names(own_part(question), document_frequency),
                    standout=standout, semantic=semantic, words=len(own))
@@ -147,20 +149,33 @@ def best_cosine(vector, vectors) -> float:
     return float(np.max(matrix @ query / np.where(norms == 0, 1.0, norms)))
 
 
-# The verdict's thresholds (see `verdict`); benchmarks/tune_coverage.py --grid moves each.
-THRESHOLDS = {"found_min": 0.5, "missing_idf": 0.8, "close_min": 0.4, "standout_min": 1.5}
+# The verdict's weights and threshold (see `verdict`), chosen on the mean over every question set
+# (benchmarks/tune_coverage.py; docs/BENCHMARKS.md, "Coverage").
+THRESHOLDS = {"semantic_weight": 1.0, "standout_weight": 0.3, "unknown_weight": 0.3, "threshold": 1.1}
+
+
+def grounding(s: Signals, semantic_weight: float, standout_weight: float, unknown_weight: float) -> float:
+    """How well the quotes stand for the question: the weighted share of its words they hold, their
+    embedding closeness to it, how far the best candidate stood out (log of the abstain margins), less
+    the share of its weight on words no chunk of the docs holds."""
+    standout = math.log(max(s.standout, 0.05)) if s.standout is not None else 0.0
+    semantic = s.semantic if s.semantic is not None else 0.0
+    return s.found + semantic_weight * semantic + standout_weight * standout - unknown_weight * s.unknown
 
 
 def verdict(s: Signals, **overrides: float) -> tuple[str, str]:
-    """(coverage, reason) of a turn that was answered with quotes."""
+    """(coverage, reason) of a turn that was answered with quotes: `partial` when the question names
+    what no chunk of the docs holds, or when the quotes stand for it too little (`grounding` under the
+    threshold); `covered` otherwise."""
     t = {**THRESHOLDS, **overrides}
     if s.names:
         return PARTIAL, "the docs never name " + ", ".join(s.names)
-    if s.found < t["found_min"]:
-        return PARTIAL, f"the quotes hold {s.found:.0%} of the question's weight"
-    if s.missing and s.missing_idf >= t["missing_idf"] and s.missing_close < t["close_min"]:
-        return PARTIAL, f"the quotes do not mention {s.missing[0]}"
-    return COVERED, "the quotes hold the question's words"
+    score = grounding(s, t["semantic_weight"], t["standout_weight"], t["unknown_weight"])
+    if score < t["threshold"]:
+        lacking = f"; they lack \u201c{s.missing[0]}\u201d" if s.missing else ""
+        return PARTIAL, (f"the quotes hold {s.found:.0%} of the question's weight{lacking} (grounding {score:.2f}, "
+                         f"{t['threshold']:.2f} needed)")
+    return COVERED, f"the quotes hold {s.found:.0%} of the question's weight (grounding {score:.2f})"
 
 
 JUDGE_TOKENS = 3
