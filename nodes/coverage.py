@@ -1,29 +1,35 @@
 """coverage: whether the quoted evidence answers the question — `covered`, `partial` or `not_covered`.
 
 `cap` abstains when nothing stands out of the question's candidates: that turn is
-`not_covered`. Any other turn has quotes, and the quotes always look like an answer, so this
-node asks whether they are about what was asked. A question's *focus* is its rarest content
-words (the standalone question's own part, without a carried topic), each weighed by its idf
-in the index: "Can I pay for a booking with cryptocurrency?" turns on "cryptocurrency", not on
-"booking". The signals (`Signals`):
+`not_covered`. Any other turn has quotes, and quotes always look like an answer, so this node
+asks whether they stand for what was asked. Its signals (`Signals`), all read against the
+quoted units rather than the whole context:
 
-* `found`: the idf-weighted share of the question's words that the quoted units hold (their
-  text, heading label, table header and the breadcrumb of their block); 1.0 when every word is
-  there, low when the quotes are about the question's common words only;
-* `missing`: the question's words the quotes lack, rarest first, with `missing_idf`, the
-  rarest one's idf relative to the index's largest (a word no chunk holds is 1.0);
-* `missing_close`: the best cosine between the rarest missing word and a quoted unit (the
-  quotes may say it in other words: "wife" and "partner");
-* `names`: names the reader writes (`fieldguide.names`) that no chunk of the index holds;
-* `standout`: how far the best candidate stands above its pool, in the index's abstain margins
-  (`cap` abstains below 1).
+* `found`: the share of the question's weight that the quoted units hold (their text, table
+  header and the breadcrumb of their block), each content word of the standalone question's
+  own part (a carried topic left out) weighed by its idf in the index: "Can I pay for a
+  booking with cryptocurrency?" turns on "cryptocurrency", not on "booking";
+* `semantic`: the best cosine between the question and a quoted unit;
+* `standout`: how far the best candidate stood above its pool, in the index's abstain margins
+  (`cap` abstains below 1; the calibration's probes set the unit);
+* `unknown`: the share of the question's weight on words no chunk of the index holds;
+* `names`: names the reader writes (`fieldguide.names`) that no chunk of the index holds.
 
-`verdict` turns them into the verdict and its reason; its thresholds were chosen on the mean
-over every question set (docs/BENCHMARKS.md, "Coverage"), never on single questions.
+`verdict`: a turn whose question names what no chunk holds is `partial`; otherwise its
+`grounding` = found + semantic + 0.3·ln(standout) − 0.3·unknown must reach 1.1. The weights
+and the threshold were chosen on the mean over every question set (seven sets, questions and
+conversations; a set left out at a time gives nearly the same: docs/BENCHMARKS.md, "Coverage"),
+never on single questions. Each signal alone separates the sets' unanswerable questions from the
+answerable ones poorly (readers bring words the docs never use to questions the docs answer);
+together they do on every set.
+
+A `partial` answer opens with `partial_preface` ("The docs don't say whether you can pay
+with cryptocurrency. The closest they come:"), written by `generate` before the quotes.
 
 With `coverage_judge` on and an OpenAI-compatible endpoint configured, the chat model is
-asked too (`prompts/coverage.md`): a "no" from it makes a covered turn `partial`. Its quality
-cannot be measured offline (no capable model runs here); it is off by default.
+asked too (`prompts/coverage.md`): its "no" makes a covered turn `partial`, its "yes" a
+partial one `covered` (not one that names what the docs never hold). Its quality cannot be
+measured offline (no capable model runs here); it is off by default.
 """
 from __future__ import annotations
 

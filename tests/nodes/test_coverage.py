@@ -115,3 +115,35 @@ def test_an_abstained_turn_is_not_covered_with_caps_reason():
     assert update["coverage"] == NOT_COVERED and update["coverage_reason"] == "nothing stands out"
     assert set(update) == {"coverage", "coverage_reason", "coverage_signals", "timings_ms"}
     assert not math.isnan(update["timings_ms"]["coverage"])
+
+
+def test_the_judge_reads_the_chat_models_first_word_and_an_endpoint_failure_changes_nothing():
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from nodes.coverage import judge_with_model
+
+    def reply(text):
+        return GenericFakeChatModel(messages=iter([AIMessage(text)]))
+
+    assert judge_with_model(reply("No."), "Can I pay with Bitcoin?", [PRICE_BLOCK], None) == "no"
+    assert judge_with_model(reply("Yes, it does"), "How is the price made up?", [PRICE_BLOCK], None) == "yes"
+    assert judge_with_model(reply("It depends"), "q", [PRICE_BLOCK], None) == "unclear"
+
+    class Down(GenericFakeChatModel):
+        def _generate(self, *args, **kwargs):
+            raise ConnectionError("endpoint down")
+
+    assert judge_with_model(Down(messages=iter([])), "q", [PRICE_BLOCK], None) == "unclear"
+
+
+def test_the_judges_reading_is_one_more_input_never_the_only_one():
+    from nodes.coverage import with_judgement
+
+    said = lambda judge, **s: Signals(judge=judge, **s)
+    assert with_judgement(COVERED, "r", said("no"))[0] == PARTIAL
+    assert with_judgement(PARTIAL, "r", said("yes"))[0] == COVERED
+    # a name no chunk holds stays partial whatever the model reads into the context
+    assert with_judgement(PARTIAL, "r", said("yes", names=["Bitcoin"])) == (PARTIAL, "r")
+    assert with_judgement(COVERED, "r", said("unclear")) == (COVERED, "r")
+    assert with_judgement(PARTIAL, "r", said(None)) == (PARTIAL, "r")
