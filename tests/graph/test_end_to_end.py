@@ -135,6 +135,18 @@ def test_ask_batch_writes_answer_lines_for_questions_and_conversation_turns(smal
     assert lines[2]["standalone_question"].startswith("And what happens to unspent money? — about: ")
 
 
+def test_ask_json_prints_the_final_state_with_its_coverage_verdict(small_corpus):
+    env = dict(os.environ, FIELDGUIDE_WEAVIATE_URL=small_corpus.weaviate_url,
+               FIELDGUIDE_WEAVIATE_GRPC_PORT=str(small_corpus.weaviate_grpc_port), FIELDGUIDE_MAX_ANSWER_TOKENS="8")
+    done = subprocess.run([sys.executable, "-m", "fieldguide.cli", "ask", "--json", "Where is the export button?",
+                           "--collection", small_corpus.collection], capture_output=True, text=True, env=env,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stdout)
+    assert state["coverage"] in ("covered", "partial", "not_covered") and state["coverage_reason"]
+    assert (state["coverage"] == "not_covered") == state["abstain"]
+
+
 def test_ask_batch_refuses_a_bad_line_with_a_clear_error(tmp_path):
     batch = tmp_path / "batch.jsonl"
     batch.write_text(json.dumps({"id": "c1", "turns": []}) + "\n")
