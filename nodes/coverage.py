@@ -69,6 +69,7 @@ class Signals:
     semantic: float | None = None  # best cosine between the question and a quoted unit
     judge: str | None = None  # the chat model's reply, when asked: "yes", "no" or "unclear"
     unknown: float = 0.0  # share of the question's weight on words no chunk of the index holds
+    unknown_words: list[str] = field(default_factory=list)  # those words
     above_floor: float | None = None  # the best score above the index's strict minimum, in abstain margins
     similarity: float | None = None  # cosine of the question to the best reranked candidate
     words: int = 0  # content words of the question weighed
@@ -138,8 +139,9 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
             semantic = best_cosine(question_vector, unit_vectors)
     # which words no chunk holds is known only from the index's statistics
     known = document_frequency is not None and documents > 0
-    unknown = sum(weights[w] for w in own if weights[w] >= top) / total if known else 0.0
-    return Signals(found=sum(weights[w] for w in found) / total, missing=missing, unknown=unknown,
+    unheld = [w for w in own if weights[w] >= top] if known else []
+    return Signals(found=sum(weights[w] for w in found) / total, missing=missing,
+                   unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld,
                    missing_idf=weights[missing[0]] / top if missing and known else 0.0,
                    missing_close=close,
                    names=unknown_names(own_part(question), document_frequency),
@@ -307,8 +309,9 @@ def partial_preface(question: str, signals: dict | None) -> str:
     clause = whether_clause(question)
     if clause:
         return f"The docs don't say {clause}. {CLOSEST}"
-    if missing and float(signals.get("missing_idf") or 0.0) >= 1.0:
-        return f"The docs never mention \u201c{missing[0]}\u201d, so they may not answer this. {CLOSEST}"
-    if missing:
+    unheld = list(signals.get("unknown_words") or [])
+    if len(unheld) == 1:  # one word of the question no chunk holds: that is what the docs lack
+        return f"The docs never mention \u201c{unheld[0]}\u201d, so they may not answer this. {CLOSEST}"
+    if missing and not unheld:
         return f"The passages found don't mention \u201c{missing[0]}\u201d, so the docs may not answer this. {CLOSEST}"
     return f"The docs may not answer this directly. {CLOSEST}"

@@ -31,6 +31,7 @@ def test_idf_reads_the_most_frequent_form_and_a_word_no_chunk_holds_weighs_most(
 def test_a_question_whose_rare_word_the_quotes_lack_is_missing_it():
     s = signals("Can I pay for a booking with cryptocurrency?", QUOTE, [PRICE_BLOCK], DF, N)
     assert s.missing[0] == "cryptocurrency" and s.missing_idf == pytest.approx(1.0)
+    assert s.unknown_words == ["cryptocurrency"]
     weights = {w: idf_of(w, DF, N) for w in ("pay", "booking", "cryptocurrency")}
     assert s.found == pytest.approx(weights["booking"] / sum(weights.values()))
     assert s.names == []  # written in lower case: a word, not a name
@@ -102,10 +103,15 @@ def test_partial_preface_says_what_the_docs_lack_then_that_quotes_are_only_the_c
         "The docs don't say whether you can pay with cryptocurrency. The closest they come:"
     assert partial_preface("Where do I set the Bitcoin wallet?", {"names": ["Bitcoin"]}) == \
         "The docs never mention Bitcoin, so they may not answer this. The closest they come:"
-    assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark"], "missing_idf": 1.0}) == \
+    assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark", "mode"],
+                                                               "unknown_words": ["dark"]}) == \
         "The docs never mention \u201cdark\u201d, so they may not answer this. The closest they come:"
-    assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark"], "missing_idf": 0.6}).startswith(
+    assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark"]}).startswith(
         "The passages found don't mention \u201cdark\u201d")
+    # several words no chunk holds ("accept", "bitcoin", "rentals"): no one of them is named
+    assert partial_preface("Do you accept bitcoin for rentals?", {"missing": ["accept", "bitcoin", "rentals"],
+                                                                  "unknown_words": ["accept", "bitcoin", "rentals"]}) \
+        == "The docs may not answer this directly. The closest they come:"
     assert partial_preface("Where?", None) == "The docs may not answer this directly. The closest they come:"
 
 
