@@ -115,12 +115,17 @@ def score(paths: list[str], grid: bool) -> None:
                             for k in ("turns", "unanswerable", "honest_ok", "false_flag", "false_abstain")}
         return per_file
 
+    def abstention_only(row: dict) -> str:  # before the verdict: an answer was covered unless it abstained
+        return "not_covered" if row["abstain"] else "covered"
+
+    before = {name: figures(rows, abstention_only) for name, rows in files.items()}
     base = table()
-    print("| file | turns | unanswerable | honest_ok | false_flag | false_abstain |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| file | turns | unanswerable | honest_ok before → after | false_flag before → after | false_abstain |")
+    print("| --- | ---: | ---: | --- | --- | ---: |")
     for name, f in base.items():
-        print(f"| {name} | {f['turns'] or ''} | {f['unanswerable'] or ''} | {f['honest_ok']} | {f['false_flag']} | "
-              f"{f['false_abstain']} |")
+        b = before.get(name) or {k: mean_of(before, k) for k in ("honest_ok", "false_flag")}
+        print(f"| {name} | {f['turns'] or ''} | {f['unanswerable'] or ''} | {b['honest_ok']} → {f['honest_ok']} | "
+              f"{b['false_flag']} → {f['false_flag']} | {f['false_abstain']} |")
     if grid:
         print("\n| threshold | value | mean honest_ok | min honest_ok | mean false_flag | max false_flag |")
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
