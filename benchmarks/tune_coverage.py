@@ -1,8 +1,10 @@
 """The coverage verdict, measured on question sets without generating anything.
 
     # 1. what the verdict reads, per turn (the whole graph runs with a model that says nothing:
-    #    retrieval, evidence and coverage are the pipeline's own; follow-ups are condensed by the rules)
-    python benchmarks/tune_coverage.py collect --collection NAME QUESTIONS.jsonl [MORE.jsonl ...] > signals.jsonl
+    #    retrieval, evidence and coverage are the pipeline's own; follow-ups are condensed by the rules);
+    #    --answers also writes the answer lines (quotes and partial preface) for answer_score.py
+    python benchmarks/tune_coverage.py collect --collection NAME [--answers ANSWERS.jsonl] QUESTIONS.jsonl \
+        [MORE.jsonl ...] > signals.jsonl
     # 2. the verdict's figures per file and their mean (honest_ok, false_flag, false_abstain), as
     #    shared/eval/answer_score.py counts them
     python benchmarks/tune_coverage.py score signals-a.jsonl signals-b.jsonl ... [--grid]
@@ -41,7 +43,7 @@ def items_of(path: str) -> list[dict]:
     return items
 
 
-async def collect(paths: list[str], settings) -> None:
+async def collect(paths: list[str], settings, answers: str | None = None) -> None:
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
     from langgraph.checkpoint.memory import MemorySaver
@@ -53,7 +55,10 @@ async def collect(paths: list[str], settings) -> None:
     class Silent(GenericFakeChatModel):
         """A chat model that says nothing at once: the answer is the quoted evidence."""
 
+    from fieldguide.retrieval import answer_line
+
     graph = _build(RETRIEVAL_STEPS + ANSWER_STEPS, MemorySaver(), "tune-coverage", output_schema=QueryState)
+    lines = open(answers, "w", encoding="utf-8") if answers else None
     with open_resources(settings) as resources:
         resources._chat_model = Silent(messages=iter(AIMessage(" ") for _ in iter(int, 1)))
         for path in paths:
@@ -69,6 +74,11 @@ async def collect(paths: list[str], settings) -> None:
                                   "signals": state.get("coverage_signals") or {},
                                   "evidence": [u["text"] for u in state.get("evidence") or []]},
                                  ensure_ascii=False), flush=True)
+                if lines:  # the answer line of this turn, as `ask --batch` writes it (the model said nothing)
+                    lines.write(json.dumps(answer_line(item["id"], item["question"], state), ensure_ascii=False) + "\n")
+                    lines.flush()
+    if lines:
+        lines.close()
 
 
 def figures(rows: list[dict], decide) -> dict:
@@ -144,6 +154,8 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("collect")
     c.add_argument("--collection", required=True)
+    c.add_argument("--answers", metavar="FILE", help="also write each turn's answer line (the quotes, the partial "
+                   "preface, no model sentences) for shared/eval/answer_score.py")
     c.add_argument("questions", nargs="+")
     s = sub.add_parser("score")
     s.add_argument("signals", nargs="+")
@@ -153,7 +165,7 @@ def main() -> None:
         from fieldguide.settings import get_settings
 
         settings = get_settings().model_copy(update={"collection": args.collection})
-        asyncio.run(collect(args.questions, settings))
+        asyncio.run(collect(args.questions, settings, args.answers))
     else:
         score(args.signals, args.grid)
 
