@@ -23,8 +23,9 @@ documentation sets; each set left out in turn gives nearly the same choice: docs
 questions from its answerable ones poorly (readers bring words the docs never use to questions
 the docs answer); together they separate them on every set.
 
-A `partial` answer opens with `partial_preface` ("The docs don't say whether you can pay
-with cryptocurrency. The closest they come:"), written by `generate` before the quotes.
+A `partial` answer opens with `partial_preface` ("The docs do not answer whether you can pay
+with cryptocurrency. Here is what they have that is closest:"), written by `generate` before the
+quotes.
 
 With `coverage_judge` on and an OpenAI-compatible endpoint configured, the chat model is
 asked too (`prompts/coverage.md`): its "no" makes a covered turn `partial`, its "yes" a
@@ -300,24 +301,29 @@ def whether_clause(question: str) -> str | None:
     return None
 
 
-CLOSEST = "The closest they come:"
+# Plain words, nearly all of them ones a reader's question and the quotes need not share: the
+# preface adds one claim ("the docs do not answer this") and no content the docs lack, so it
+# never reads, to a check of invented words, as something made up.
+CLOSEST = "Here is what they have that is closest:"
 
 
 def partial_preface(question: str, signals: dict | None) -> str:
-    """The sentence a partial answer opens with: what the docs do not say, then that the quotes
-    below are only the closest they come."""
+    """The sentence a partial answer opens with: what the docs do not answer, then that the quotes
+    below are only the closest they have."""
     signals = signals or {}
     names = list(signals.get("names") or [])
     missing = list(signals.get("missing") or [])
     if names:
         named = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
-        return f"The docs never mention {named}, so they may not answer this. {CLOSEST}"
+        return f"The docs do not have {named} in any section, so they may not answer this question. {CLOSEST}"
     clause = whether_clause(question)
     if clause:
-        return f"The docs don't say {clause}. {CLOSEST}"
+        return f"The docs do not answer {clause}. {CLOSEST}"
     unheld = list(signals.get("unknown_words") or [])
     if len(unheld) == 1:  # one word of the question no chunk holds: that is what the docs lack
-        return f"The docs never mention \u201c{unheld[0]}\u201d, so they may not answer this. {CLOSEST}"
+        return (f"The docs do not have \u201c{unheld[0]}\u201d in any section, so they may not answer this "
+                f"question. {CLOSEST}")
     if missing and not unheld:
-        return f"The passages found don't mention \u201c{missing[0]}\u201d, so the docs may not answer this. {CLOSEST}"
-    return f"The docs may not answer this directly. {CLOSEST}"
+        return (f"The sections below do not have \u201c{missing[0]}\u201d, so the docs may not answer this "
+                f"question. {CLOSEST}")
+    return f"The docs may not answer this question. {CLOSEST}"

@@ -151,8 +151,8 @@ def test_a_partial_verdict_opens_the_answer_in_words_before_the_quotes():
     tokens, final = asyncio.run(collect())
     assert final["abstain"] is False and final["coverage"] == "partial"
     assert "zorblax" in final["coverage_reason"]
-    preface = "The docs don't say whether you can export invoices to zorblax, quuxcoin or frobnitz. " \
-              "The closest they come:"
+    preface = "The docs do not answer whether you can export invoices to zorblax, quuxcoin or frobnitz. " \
+              "Here is what they have that is closest:"
     assert tokens[0] == preface and final["answer"].startswith(preface + "\n\n> Press the Export button")
     assert "".join(tokens) == final["answer"]
 

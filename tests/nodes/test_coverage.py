@@ -98,20 +98,21 @@ def test_whether_clause_turns_simple_yes_no_questions_round():
 
 
 def test_partial_preface_says_what_the_docs_lack_then_that_quotes_are_only_the_closest():
+    closest = "Here is what they have that is closest:"
     assert partial_preface("Can I pay with cryptocurrency?", {"missing": ["cryptocurrency"]}) == \
-        "The docs don't say whether you can pay with cryptocurrency. The closest they come:"
+        f"The docs do not answer whether you can pay with cryptocurrency. {closest}"
     assert partial_preface("Where do I set the Bitcoin wallet?", {"names": ["Bitcoin"]}) == \
-        "The docs never mention Bitcoin, so they may not answer this. The closest they come:"
+        f"The docs do not have Bitcoin in any section, so they may not answer this question. {closest}"
     assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark", "mode"],
                                                                "unknown_words": ["dark"]}) == \
-        "The docs never mention \u201cdark\u201d, so they may not answer this. The closest they come:"
-    assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark"]}).startswith(
-        "The passages found don't mention \u201cdark\u201d")
+        f"The docs do not have \u201cdark\u201d in any section, so they may not answer this question. {closest}"
+    assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark"]}) == \
+        f"The sections below do not have \u201cdark\u201d, so the docs may not answer this question. {closest}"
     # several words no chunk holds ("accept", "bitcoin", "rentals"): no one of them is named
     assert partial_preface("Do you accept bitcoin for rentals?", {"missing": ["accept", "bitcoin", "rentals"],
                                                                   "unknown_words": ["accept", "bitcoin", "rentals"]}) \
-        == "The docs may not answer this directly. The closest they come:"
-    assert partial_preface("Where?", None) == "The docs may not answer this directly. The closest they come:"
+        == f"The docs may not answer this question. {closest}"
+    assert partial_preface("Where?", None) == f"The docs may not answer this question. {closest}"
 
 
 def test_an_abstained_turn_is_not_covered_with_caps_reason():

@@ -143,7 +143,7 @@ def test_citation_markers_link_to_their_source_and_highlight_it(browser_page):
         assert page.locator(".sources li.cited").get_attribute("data-n") == "1"
 
 
-PARTIAL_ANSWER = ("The docs don't say whether you can pay with Bitcoin. The closest they come:\n\n"
+PARTIAL_ANSWER = ("The docs do not answer whether you can pay with Bitcoin. Here is what they have that is closest:\n\n"
                   "> A deposit of 30 % of the price is taken from the customer's card. [1]")
 
 
@@ -166,6 +166,6 @@ def test_a_partial_answer_is_marked_apart_from_an_answer(browser_page):
         page.wait_for_selector(".turn.coverage-partial .answer.streaming", timeout=20_000)  # marked while streaming
         page.wait_for_selector(".answer:not(.streaming)", timeout=20_000)
         first = page.locator(".turn.coverage-partial .answer > :first-child")
-        assert first.inner_text().startswith("The docs don't say whether you can pay with Bitcoin.")
+        assert first.inner_text().startswith("The docs do not answer whether you can pay with Bitcoin.")
         assert first.evaluate("e => getComputedStyle(e).fontWeight") == "600"
         assert page.locator(".meta").inner_text().startswith("The docs may not answer this")
