@@ -73,7 +73,6 @@ class Signals:
     unknown_words: list[str] = field(default_factory=list)  # those words
     above_floor: float | None = None  # the best score above the index's strict minimum, in abstain margins
     similarity: float | None = None  # cosine of the question to the best reranked candidate
-    found_all: float | None = None  # `found` over the whole standalone question, a carried topic included
     words: int = 0  # content words of the question weighed
 
     def to_dict(self) -> dict:
@@ -141,13 +140,9 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
             semantic = best_cosine(question_vector, unit_vectors)
     # which words no chunk holds is known only from the index's statistics
     known = document_frequency is not None and documents > 0
-    whole = question_words(question)
-    whole_weights = {w: weights.get(w) or idf_of(w, document_frequency, documents) for w in whole}
-    found_all = (sum(v for w, v in whole_weights.items() if stem(w) in held or w in held)
-                 / (sum(whole_weights.values()) or 1.0)) if whole else None
     unheld = [w for w in own if weights[w] >= top] if known else []
     return Signals(found=sum(weights[w] for w in found) / total, missing=missing,
-                   unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld, found_all=found_all,
+                   unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld,
                    missing_idf=weights[missing[0]] / top if missing and known else 0.0,
                    missing_close=close,
                    names=unknown_names(own_part(question), document_frequency),
