@@ -101,7 +101,8 @@ def decider(overrides: dict | None = None):
     def decide(row: dict) -> str:
         if row["abstain"]:
             return NOT_COVERED
-        return verdict(Signals(**row["signals"]), **(overrides or {}))[0]
+        known = {k: v for k, v in row["signals"].items() if k in Signals.__dataclass_fields__}  # older dumps
+        return verdict(Signals(**known), **(overrides or {}))[0]
 
     return decide
 
