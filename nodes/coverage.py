@@ -307,7 +307,6 @@ def partial_preface(question: str, signals: dict | None) -> str:
     below are only the closest they have."""
     signals = signals or {}
     names = list(signals.get("names") or [])
-    missing = list(signals.get("missing") or [])
     if names:
         named = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
         return f"The docs do not have {named} in any section, so they may not answer this question. {CLOSEST}"
@@ -315,10 +314,10 @@ def partial_preface(question: str, signals: dict | None) -> str:
     if clause:
         return f"The docs do not answer {clause}. {CLOSEST}"
     unheld = list(signals.get("unknown_words") or [])
-    if len(unheld) == 1:  # one word of the question no chunk holds: that is what the docs lack
+    # One word of the question no chunk holds: that is what the docs lack. A word the quotes lack
+    # but the docs hold is not named: on answerable questions it is as often the reader's own
+    # ("suddenly", "land") as what they asked about.
+    if len(unheld) == 1:
         return (f"The docs do not have \u201c{unheld[0]}\u201d in any section, so they may not answer this "
-                f"question. {CLOSEST}")
-    if missing and not unheld:
-        return (f"The sections below do not have \u201c{missing[0]}\u201d, so the docs may not answer this "
                 f"question. {CLOSEST}")
     return f"The docs may not answer this question. {CLOSEST}"
