@@ -1,13 +1,15 @@
 """Gap reports: stored turns turned into a short task list for the people who write the docs.
 
-A turn is a *problem turn* when the assistant abstained on it, when its answer had sentences
-dropped or kept only with a warning (weak support: the `sentences` of the answer line), or
+A turn is a *problem turn* when the assistant abstained on it, when its coverage verdict was
+`partial`, when its answer kept a sentence only with a warning (weak support: the `sentences` of
+the answer line; a sentence the check left out never reached the reader and is no problem), or
 when a reader voted it down. Turns stored before answers carried sentence checks simply have
 no `sentences`; they count as problems only when they abstained or were voted down, and the
 report says how many answered turns could not be checked.
 
 Problem turns are clustered by the meaning of their question (the standalone question when
-the turn has one): the index's own embedding model, normalised vectors, a greedy pass that
+the turn has one), each kind of turn apart (`turn_kind`: voted down, partial, unanswered): the
+index's own embedding model, normalised vectors, a greedy pass that
 joins a question to the cluster whose members it is on average closest to when that mean
 cosine reaches `cluster_threshold`, and otherwise opens a new one (largest wordings first, so
 a common wording seeds its cluster); clusters whose members are that close on average merge.
@@ -20,6 +22,9 @@ questions' best score is `rerank_min`, the noise level; a section that stands `a
 above that noise is a *strong candidate*.
 
 * **disliked**: most of the cluster's turns were answered and voted down;
+* **partial**: most of them were answered with the `partial` coverage verdict: the reader was told
+  the quotes are only the closest the docs come (`nodes/coverage.py`); the sections they cited are
+  named;
 * **missing**: at least half the cluster's questions name something no chunk of the index
   holds (Bitcoin, Alexa: `fieldguide.names`), or the words they turn on are words the docs do
   not use (`topic_words`), or nothing stands out of the noise even with the broader search;
@@ -57,7 +62,7 @@ from typing import Any, Iterable, Sequence
 
 from fieldguide.headings import breadcrumb, heading_labels
 
-KINDS = ("missing", "not_found", "disliked")
+KINDS = ("missing", "not_found", "disliked", "partial")
 # A cluster is missing when at least this share of its turns name something no chunk holds.
 NAMED_SHARE = 0.5
 # The clustering threshold is measured for the embedding model in use (`probe_threshold`):
@@ -115,7 +120,7 @@ class ProblemTurn:
     turn: int
     question: str  # the standalone question when there is one, else as asked
     asked: str
-    reasons: list[str]  # abstained | dropped | weak | disliked
+    reasons: list[str]  # abstained | partial | weak | disliked
     answered: bool
     citations: list[dict] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)
@@ -133,10 +138,12 @@ class TurnSummary:
 
 
 def sentence_reasons(sentences: Sequence[dict] | None) -> list[str]:
-    """"dropped" when a sentence was left out, "weak" when one was kept only with a warning."""
+    """"weak" when a sentence reached the reader only with a warning (verify=flag). A sentence the
+    check left out is no problem of the docs: the reader never saw it, and the small local model
+    has one left out in nearly every answer, so counting it put answers the quotes had answered
+    well ("Which field holds the number of life jackets?", with the right table row) in the
+    report as topics to write."""
     reasons = []
-    if any(isinstance(s, dict) and s.get("kept") is False for s in sentences or ()):
-        reasons.append("dropped")
     if any(isinstance(s, dict) and s.get("kept") is not False and s.get("flagged") for s in sentences or ()):
         reasons.append("weak")
     return reasons
@@ -177,6 +184,8 @@ def _add(summary: TurnSummary, record: Any, key: tuple[str, int], vote) -> None:
     abstained = bool(_get(record, "abstain"))
     sentences = _get(record, "sentences") or []
     reasons = ["abstained"] if abstained else []
+    if not abstained and _get(record, "coverage") == "partial":
+        reasons.append("partial")
     if not abstained:
         if sentences:
             summary.checked += 1
@@ -219,7 +228,7 @@ def wording_vectors(problems, wordings: list[str], embed, model: str | None) -> 
         for t in problems:
             if t.stored_vector and t.stored_vector["model"] == model and t.question not in known:
                 known[t.question] = t.stored_vector["vector"]
-    missing = [w for w in wordings if w not in known]
+    missing = list(dict.fromkeys(w for w in wordings if w not in known))
     if missing:
         known.update(zip(missing, embed(missing)))
     return [known[w] for w in wordings], len(missing)
@@ -607,6 +616,35 @@ def cluster_unknown_names(members: Sequence[str], counts: Counter, document_freq
     return list(dict.fromkeys(name for w in members for name in named[w]))
 
 
+TURN_KINDS = ("disliked", "partial", "unanswered")
+
+
+def turn_kind(turn: ProblemTurn) -> str:
+    """What a problem turn asks of the docs team: "disliked" (answered and voted down: a reader's own
+    verdict on an answer), "partial" (answered, and the reader told the quotes are only the closest),
+    or "unanswered" (abstained on, or weakly supported). Turns are clustered within their kind: a
+    voted-down answer clustered with turns abstained on or answered partially about the same topic
+    was outvoted by them and reported as a topic not found, its vote lost."""
+    if turn.answered and "disliked" in turn.reasons:
+        return "disliked"
+    if turn.answered and "partial" in turn.reasons:
+        return "partial"
+    return "unanswered"
+
+
+def cited_sections(turns: list[ProblemTurn]) -> list[dict]:
+    """The sections the turns' answers cited most, as a cluster names them (no score: not searched)."""
+    cited = Counter((c.get("source", ""), tuple(c.get("heading_path") or []))
+                    for t in turns for c in t.citations if c.get("source"))
+    return [{"source": source, "heading_path": list(path), "score": None, "cited": n}
+            for (source, path), n in cited.most_common(NEAREST)]
+
+
+def partly_covered(turns: list[ProblemTurn]) -> list[ProblemTurn]:
+    """Turns answered with a partial verdict (the reader was told the quotes are only the closest)."""
+    return [t for t in turns if t.answered and "partial" in t.reasons]
+
+
 def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, noise: float,
              topic: TopicWords | None = None, margin: float | None = None,
              each: Sequence[list[dict]] | None = None,
@@ -620,10 +658,7 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
     The levels go by the best score either way."""
     disliked = [t for t in turns if t.answered and "disliked" in t.reasons]
     if len(disliked) * 2 > len(turns):
-        cited = Counter((c.get("source", ""), tuple(c.get("heading_path") or []))
-                        for t in disliked for c in t.citations if c.get("source"))
-        nearest = [{"source": source, "heading_path": list(path), "score": None, "cited": n}
-                   for (source, path), n in cited.most_common(NEAREST)]
+        nearest = cited_sections(disliked)
         comments = [c for t in disliked for c in t.comments]
         reason = f"{len(disliked)} of {len(turns)} answers were voted down"
         if comments:
@@ -631,6 +666,14 @@ def classify(turns: list[ProblemTurn], sections: list[dict], strong: float, nois
         where = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest) or "the cited sections"
         return ("disliked", reason, f"Read the answers and {where}: correct or complete the section the "
                 "answers came from, or add what readers asked for.", nearest)
+    partial = partly_covered(turns)
+    if len(partial) * 2 > len(turns):
+        nearest = cited_sections(partial)
+        where = ", ".join(section_name(n["source"], n["heading_path"]) for n in nearest) or "the cited sections"
+        reason = (f"{len(partial)} of {len(turns)} answers told the reader the docs may not answer this and quoted "
+                  f"only the closest passages ({where})")
+        return ("partial", reason, f"The docs come close in {where} but do not say what was asked: add it there, "
+                "or say plainly that it is not supported.", nearest)
     nearest = named_per_wording(each, margin) if each else named_sections(sections, margin)
     first = max((n for n in nearest if n["score"] is not None), key=lambda n: n["score"], default=None)
     top = first["score"] if first is not None else None
@@ -698,17 +741,24 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
     problems = summary.problems
     if threshold is None:
         threshold = probe_threshold(embed) if problems else 1.0
-    counts = Counter(t.question for t in problems)
-    wordings = [w for w, _ in counts.most_common()]
+    # A wording is counted per kind of turn (`turn_kind`): the same question voted down once and
+    # abstained on once is two tasks.
+    keyed = Counter((turn_kind(t), t.question) for t in problems)
+    keys = [k for k, _ in keyed.most_common()]
+    wordings = [question for _, question in keys]
+    counts = Counter({question: n for (_, question), n in keyed.items()})  # per wording, for the search
     vectors, embedded = wording_vectors(problems, wordings, embed, model) if wordings else ([], 0)
     seconds["embed"] = round(time.perf_counter() - started, 3)
     started = time.perf_counter()
-    groups = cluster_questions(vectors, threshold)
+    groups = []
+    for kind in TURN_KINDS:  # each kind of turn clustered apart: see `turn_kind`
+        rows = [i for i, key in enumerate(keys) if key[0] == kind]
+        groups += [[rows[j] for j in group] for group in cluster_questions([vectors[i] for i in rows], threshold)]
     seconds["cluster"] = round(time.perf_counter() - started, 3)
     started = time.perf_counter()
-    by_wording: dict[str, list[ProblemTurn]] = {}
+    by_key: dict[tuple[str, str], list[ProblemTurn]] = {}
     for t in problems:
-        by_wording.setdefault(t.question, []).append(t)
+        by_key.setdefault((turn_kind(t), t.question), []).append(t)
     clusters = []
     strong = search.strong if search else math.inf
     noise = search.noise if search else math.inf
@@ -723,13 +773,14 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
 
     for group in groups:
         members = [wordings[i] for i in group]
-        turns = [t for w in members for t in by_wording[w]]
+        turns = [t for i in group for t in by_key[keys[i]]]
         members.sort(key=lambda w: -counts[w])
         disliked = sum(1 for t in turns if t.answered and "disliked" in t.reasons)
+        partial = len(partly_covered(turns))
         sections: list[dict] = []
         each: list[list[dict]] = []
         topic = None
-        if search is not None and disliked * 2 <= len(turns):
+        if search is not None and disliked * 2 <= len(turns) and partial * 2 <= len(turns):
             ranked = sorted(group, key=lambda i: -counts[wordings[i]])
             picks = ranked[:SEARCH_WORDINGS]
             sections, each = search.search([wordings[i] for i in picks], [vectors[i] for i in picks])
@@ -750,7 +801,7 @@ def build_report(summary: TurnSummary, embed, search: BroadSearch | None,
 # --- output -------------------------------------------------------------------------------
 
 KIND_TITLES = {"missing": "Missing from the docs", "not_found": "In the docs but not found",
-               "disliked": "Answered but disliked"}
+               "disliked": "Answered but disliked", "partial": "Only partly covered"}
 
 
 def _nearest_text(cluster: Cluster) -> str:
@@ -803,7 +854,7 @@ def render_md(report: GapReport) -> str:
 def render_html(report: GapReport, top: int = 10) -> str:
     """One self-contained page: counts, a bar chart of the top gaps (inline SVG), the task list."""
     e = html.escape
-    colours = {"missing": "#c0392b", "not_found": "#d68910", "disliked": "#7d3c98"}
+    colours = {"missing": "#c0392b", "not_found": "#d68910", "disliked": "#7d3c98", "partial": "#2e86c1"}
     kinds = Counter()
     for c in report.clusters:
         kinds[c.kind] += c.count

@@ -69,6 +69,15 @@ async def stream_answer(full_graph, question: str, resources, overrides: dict | 
     yield "state", final
 
 
+def coverage_of(state: dict) -> str:
+    """The state's coverage verdict; a state without one (a graph that ends before the coverage
+    node) is `not_covered` when it abstained, else `covered`."""
+    value = state.get("coverage")
+    if value in ("covered", "partial", "not_covered"):
+        return value
+    return "not_covered" if state.get("abstain") else "covered"
+
+
 def answer_line(line_id: str | None, question: str, state: dict) -> dict[str, Any]:
     """The answer line of DESIGN.md (`ask --batch`) from a final state of `stream_answer`."""
     timings = {name: round(ms, 3) for name, ms in (state.get("timings_ms") or {}).items()}
@@ -80,6 +89,8 @@ def answer_line(line_id: str | None, question: str, state: dict) -> dict[str, An
         "standalone_question": state.get("standalone_question") or question,
         "intent": state.get("intent"),
         "abstain": bool(state.get("abstain")),
+        "coverage": coverage_of(state),
+        "coverage_reason": state.get("coverage_reason") or "",
         "answer": state.get("answer", ""),
         "citations": list(state.get("citations") or []),
         "sentences": list(state.get("sentences") or []),

@@ -151,6 +151,10 @@ class Settings(BaseSettings):
         "auto", description="How a follow-up becomes a standalone question: `model` (the chat model rewrites it), "
         "`rules` (deterministic: the previous question's key terms are carried over), `off`, or `auto` "
         "(`model` with an OpenAI-compatible endpoint, else `rules`).")
+    coverage_judge: bool = Field(
+        False, description="With an OpenAI-compatible endpoint (chat_provider=openai), also ask its model whether "
+        "the context answers the question (prompts/coverage.md), one more input to the coverage verdict. Off by "
+        "default: its quality could not be measured offline. No effect with the local model.")
     source_url_template: str | None = Field(
         None, description="URL of a cited source, with {source}, {line_start} and {line_end}, e.g. "
         "https://github.com/org/repo/blob/main/docs/{source}#L{line_start}-L{line_end}. "

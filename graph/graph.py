@@ -1,14 +1,16 @@
 """The wiring of the query graph, in one place.
 
     condense → route → embed → search → threshold → rerank → weigh_intent → cap → reassemble
-      → evidence → prompt → generate
+      → evidence → coverage → prompt → generate
 
 `condense` opens the turn: a follow-up becomes a standalone question, which every later
 step reads. `route` comes next because it is instant (rules over the question's wording)
 and steers which chunks `search` favours; `weigh_intent` decides the intent once the
 question's vector and reranked candidates are known. `evidence` picks the verbatim quotes
 as soon as the context is final, so `generate` can stream them before the model's first
-token (and checks the model's sentences as they complete). `graph` is compiled without a checkpointer (LangGraph Studio
+token (and checks the model's sentences as they complete). `coverage` then judges whether
+those quotes answer what was asked (`covered`, `partial`, `not_covered`), before the prompt is
+built: a `partial` answer opens by saying so. `graph` is compiled without a checkpointer (LangGraph Studio
 and `langgraph dev` bring their own); the service calls `build_graph(MemorySaver())`
 and keys conversations by `thread_id`. `build_retrieval_graph()` stops after
 `reassemble`: what `fieldguide retrieve` runs (no generation).
@@ -21,6 +23,7 @@ from graph.runtime import QueryOptions
 from graph.state import InputState, OutputState, QueryState
 from nodes.cap import cap
 from nodes.condense import condense
+from nodes.coverage import coverage
 from nodes.embed import embed
 from nodes.evidence import evidence
 from nodes.generate import generate
@@ -35,7 +38,7 @@ from nodes.weigh_intent import weigh_intent
 RETRIEVAL_STEPS = [("condense", condense), ("route", route), ("embed", embed), ("search", search),
                    ("threshold", threshold), ("rerank", rerank), ("weigh_intent", weigh_intent), ("cap", cap),
                    ("reassemble", reassemble)]
-ANSWER_STEPS = [("evidence", evidence), ("prompt", prompt), ("generate", generate)]
+ANSWER_STEPS = [("evidence", evidence), ("coverage", coverage), ("prompt", prompt), ("generate", generate)]
 
 
 def _build(steps, checkpointer=None, name: str = "fieldguide", output_schema=OutputState):

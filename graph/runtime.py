@@ -104,6 +104,9 @@ class QueryOptions(BaseModel):
     evidence_words: int | None = Field(
         None, ge=1, le=2000, description="Words of verbatim evidence quoted at the top of an answer, per thing "
         "the question asks (a quarter as many for a second and third ask); content words, not \"the\" nor pipes.")
+    coverage_judge: bool | None = Field(
+        None, description="Also ask an OpenAI-compatible endpoint's model whether the context answers the question "
+        "(one more input to the coverage verdict; no effect with the local model); unset: the setting, off.")
     condense: Literal["auto", "model", "rules", "off"] | None = Field(
         None, description="How a follow-up becomes a standalone question: model, rules, off, or auto "
         "(model with an OpenAI-compatible endpoint, else rules).")

@@ -83,6 +83,8 @@ class OutputState(TypedDict):
     standalone_question: str
     intent: str
     abstain: bool
+    coverage: str
+    coverage_reason: str
     answer: str
     citations: list[Citation]
     sentences: list[CheckedSentence]
@@ -119,6 +121,10 @@ class QueryState(TypedDict):
     # --- evidence: the units quoted verbatim at the top of the answer ---------------------
     evidence: NotRequired[list[dict[str, Any]]]
     evidence_markdown: NotRequired[str]
+    # --- coverage: whether the quotes answer what was asked ----------------------------------
+    coverage: NotRequired[str]  # "covered" | "partial" | "not_covered" (the abstention)
+    coverage_reason: NotRequired[str]  # why, in a few words
+    coverage_signals: NotRequired[dict[str, Any]]  # what the verdict read (nodes/coverage.py)
     # --- prompt / generate ---------------------------------------------------------------
     prompt_messages: NotRequired[list[AnyMessage]]
     abstain: NotRequired[bool]

@@ -310,7 +310,8 @@ def embedding_text(unit: Unit) -> str:
 
 
 def unit_record(unit: Unit) -> dict:
-    return {"n": unit.block + 1, "kind": unit.kind, "text": unit.text, "header": unit.header or None}
+    return {"n": unit.block + 1, "kind": unit.kind, "text": unit.text, "header": unit.header or None,
+            "label": unit.label}
 
 
 def evidence(state: dict, config: RunnableConfig = None) -> dict:

@@ -33,6 +33,7 @@ from fieldguide.headings import breadcrumb
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
 from nodes.check import SentenceChecker, SentenceStream
 from nodes.citations import MarkerFilter, cited_numbers, citations_for
+from nodes.coverage import PARTIAL, partial_preface
 from nodes.evidence import embedding_text
 from nodes.quotable import context_units
 
@@ -107,6 +108,8 @@ async def generate(state: dict, config: RunnableConfig = None, writer: StreamWri
     if state.get("abstain") or not state.get("prompt_messages"):
         with Stopwatch() as sw:
             answer = abstain_message(state.get("nearest") or [], state.get("unmentioned") or [])
+            # streamed like any answer: a client that renders tokens shows it as they come
+            AnswerWriter(writer).write(answer)
         return {"answer": answer, "citations": [], "sentences": [], "messages": [AIMessage(content=answer)],
                 "timings_ms": with_timing(state, "generate", sw.ms)}
     with Stopwatch() as sw:
@@ -115,7 +118,12 @@ async def generate(state: dict, config: RunnableConfig = None, writer: StreamWri
         resources = resources_for(config)
         out = AnswerWriter(writer)
         evidence = state.get("evidence") or []
+        if state.get("coverage") == PARTIAL:  # said first, before any quote, so no reader misses it
+            out.write(partial_preface(state.get("standalone_question") or state["question"],
+                                      state.get("coverage_signals")))
+            out.pending_break = "\n\n"
         if state.get("evidence_markdown"):
+            out.write(out.pending_break if out.parts else "")
             out.write(state["evidence_markdown"])
             out.pending_break = "\n\n"
         units = context_units(blocks)

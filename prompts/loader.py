@@ -106,6 +106,12 @@ def user_message(question: str, blocks: list[dict], numbers: list[int] | None = 
     return f"{format_context(blocks, numbers)}\n\nQuestion: {question.strip()}"
 
 
+def coverage_system_prompt() -> str:
+    """The coverage judge's system prompt (`prompts/coverage.md`) with the rule about the context."""
+    body = load_prompt("coverage").rstrip("\n")
+    return f"{body}\n\n{CONTEXT_RULE}"
+
+
 def condense_message(earlier: list[str], question: str) -> str:
     """What the condensing model reads: the earlier questions, then the follow-up."""
     lines = ["Earlier questions:"] + [f"- {' '.join(q.split())}" for q in earlier]

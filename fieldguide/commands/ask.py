@@ -99,7 +99,7 @@ def run(args) -> int:
 
     import asyncio
 
-    from fieldguide.retrieval import open_resources, result_line, stream_answer
+    from fieldguide.retrieval import coverage_of, open_resources, result_line, stream_answer
     from graph.graph import build_graph
 
     async def main() -> dict:
@@ -143,6 +143,8 @@ def run(args) -> int:
             "question": question,
             "standalone_question": final.get("standalone_question") or question,
             **{k: v for k, v in line.items() if k != "id"},
+            "coverage": coverage_of(final),
+            "coverage_reason": final.get("coverage_reason") or "",
             "intent_confidence": final.get("intent_confidence"),
             "answer": final.get("answer", ""),
             "citations": final.get("citations") or [],

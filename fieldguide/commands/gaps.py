@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-HELP = ("What the docs team should write or fix, from the stored turns: questions abstained on, answers "
-        "weakly supported or with sentences dropped, answers voted down, clustered and classified; "
+HELP = ("What the docs team should write or fix, from the stored turns: questions abstained on or answered "
+        "only partly (the coverage verdict), answers weakly supported or voted down, clustered and classified; "
         "--stale lists stored answers whose cited sections changed or disappeared since.")
 
 FORMATS = ("md", "csv", "json", "html")

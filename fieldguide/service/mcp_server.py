@@ -25,6 +25,7 @@ from typing import Annotated, Any, Callable
 
 from pydantic import BaseModel, Field
 
+from fieldguide.retrieval import coverage_of
 from fieldguide.service.answers import citations_for, search_hits
 from fieldguide.service.runs import GraphRunner
 
@@ -64,6 +65,9 @@ class SearchResult(BaseModel):
 class AskResult(BaseModel):
     answer: str = Field(description="Markdown; may carry citation markers like [1].")
     abstain: bool = Field(description="True when the documentation does not cover the question.")
+    coverage: str = Field("covered", description="covered (the answer stands on the docs), partial (the quotes are "
+                          "only the closest the docs come; the answer says so) or not_covered (the abstention).")
+    coverage_reason: str = Field("", description="Why, in a few words.")
     intent: str | None
     citations: list[dict[str, Any]] = Field(
         description="n, chunk_id, source, heading_path, line_start, line_end, url (and resource) per cited section.")
@@ -189,6 +193,7 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
         for citation in citations:
             citation.setdefault("resource", resource_uri(citation.get("source")))
         return AskResult(answer=final.get("answer", ""), abstain=bool(final.get("abstain", False)),
+                         coverage=coverage_of(final), coverage_reason=final.get("coverage_reason") or "",
                          intent=final.get("intent"), citations=citations,
                          standalone_question=final.get("standalone_question"))
 

@@ -4,8 +4,8 @@ Any OpenAI client or widget can talk to fieldguide: the last message (a user's) 
 question, earlier user and assistant messages are the conversation, and the answer is the
 assistant message's content. Citations come in an extra top-level field, `citations` (on the
 response, or on the last chunk of a stream), each `{"n", "chunk_id", "source", "heading_path",
-"line_start", "line_end", "url"}`; `fieldguide` carries `abstain`, `intent` and, when the
-graph gives one, `standalone_question`. System messages are ignored: the pipeline's own
+"line_start", "line_end", "url"}`; `fieldguide` carries `abstain`, `coverage`, `coverage_reason`,
+`intent` and, when the graph gives one, `standalone_question`. System messages are ignored: the pipeline's own
 prompts say how to answer. `max_tokens` (or `max_completion_tokens`) and `temperature` become
 the run's `max_answer_tokens` and `temperature`, within the server's public limits. An extra
 body field, `labels` (a list of doc set labels, or one comma-separated string), limits the answer
@@ -27,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from fieldguide.retrieval import coverage_of
 from fieldguide.service.answers import citations_for
 
 log = logging.getLogger("fieldguide.service")
@@ -149,7 +150,8 @@ def add_openai_routes(app: FastAPI, service) -> None:
         return resolve
 
     def extras(final: dict[str, Any], resolve) -> dict[str, Any]:
-        details = {"abstain": bool(final.get("abstain", False)), "intent": final.get("intent")}
+        details = {"abstain": bool(final.get("abstain", False)), "coverage": coverage_of(final),
+                   "coverage_reason": final.get("coverage_reason") or "", "intent": final.get("intent")}
         if final.get("standalone_question"):
             details["standalone_question"] = final["standalone_question"]
         return {"citations": citations_for(final, resolve), "fieldguide": details}
@@ -215,7 +217,7 @@ def add_openai_routes(app: FastAPI, service) -> None:
                         streamed = True
                         yield chunk({"content": payload})
                     else:
-                        rest = {} if streamed else {"content": payload.get("answer", "")}  # abstained: no tokens
+                        rest = {} if streamed else {"content": payload.get("answer", "")}  # a graph that streamed nothing
                         yield chunk(rest, "stop", **extras(payload, resolve))
             except Exception as exc:
                 yield b"data: " + json.dumps(_failure(exc).body()).encode() + b"\n\n"

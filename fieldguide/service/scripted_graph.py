@@ -108,6 +108,8 @@ class ScriptedState(TypedDict):
     intent: NotRequired[str]
     query_vector: NotRequired[list[float]]
     abstain: NotRequired[bool]
+    coverage: NotRequired[str]
+    coverage_reason: NotRequired[str]
     context: NotRequired[list[dict]]
     answer: NotRequired[str]
     citations: NotRequired[list[dict]]
@@ -119,6 +121,8 @@ class ScriptedOutput(TypedDict):
     answer: str
     intent: str
     abstain: bool
+    coverage: NotRequired[str]
+    coverage_reason: NotRequired[str]
     context: list[dict]
     citations: list[dict]
     standalone_question: str
@@ -128,7 +132,8 @@ class ScriptedOutput(TypedDict):
 
 def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, context: list[dict] | None = None,
                          token_delay: float = 0.0, fail_with: BaseException | None = None, fail_if: str = "",
-                         one_at_a_time: bool = False, embed: Callable[[str], list[float]] | None = None):
+                         one_at_a_time: bool = False, embed: Callable[[str], list[float]] | None = None,
+                         coverage: tuple[str, str] | None = None):
     """Compile the scripted graph.
 
     `answer` may contain `{question}` (so concurrent conversations can be told apart) and
@@ -138,6 +143,8 @@ def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, con
     be generated at a time (one model per process, as a local llama.cpp model is). With
     `embed(question) -> vector`, an embed node puts the question's vector in the state as
     `query_vector`, as the real graph's embed node does (not part of the output either).
+    `coverage` = (verdict, reason) is what the search step puts in the state as the real graph's
+    coverage node does (none by default: the state then has no verdict).
     """
     blocks = DEFAULT_CONTEXT if context is None else context
     generating: list[asyncio.Lock] = []  # made on first use, inside the loop that runs the turns
@@ -147,7 +154,8 @@ def build_scripted_graph(checkpointer=None, *, answer: str = DEFAULT_ANSWER, con
         return {"intent": intent, "questions": [state["question"]], "timings_ms": {"route": 0.01}}
 
     def search(state: ScriptedState) -> dict:
-        return {"context": [dict(b) for b in blocks], "abstain": not blocks,
+        verdict = {"coverage": coverage[0], "coverage_reason": coverage[1]} if coverage else {}
+        return {"context": [dict(b) for b in blocks], "abstain": not blocks, **verdict,
                 "timings_ms": {**state.get("timings_ms", {}), "search": 0.01}}
 
     def embed_question(state: ScriptedState) -> dict:

@@ -7,7 +7,9 @@ callback handler on every token of every turn, and that CPU is taken from the th
 answers HTTP requests. The context blocks are announced once, in a `sources` event, just
 before the first token (or before `done` when nothing streamed), so the page never shows
 or fetches screenshots of chunks a later filter drops. Each source carries `n`, the number
-the answer's citation markers `[n]` use, and `url`, where its lines can be read; `done`
+the answer's citation markers `[n]` use, and `url`, where its lines can be read; the event also
+carries the turn's `coverage` verdict once it is known, so a page can mark a partial answer as
+its first token arrives; `done`
 carries the answer's `citations`, its checked `sentences` and the `standalone_question`
 retrieval read.
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fieldguide.errors import FieldguideError
+from fieldguide.retrieval import coverage_of
 from fieldguide.source_links import source_url
 from fieldguide.service.conversations import Conversation
 from fieldguide.service.failures import reader_message
@@ -96,13 +99,17 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
     final: dict[str, Any] = {}
     context: list[dict] | None = None
     query_vector: list[float] | None = None
+    verdict: str | None = None  # the coverage node's, as soon as it has run
     sources_sent = False
 
     def send_sources() -> None:
         nonlocal sources_sent
         blocks = context if context is not None else (final.get("context") or [])
-        conversation.append("sources", {"sources": [source_entry(b, resolve_image, n, source_url_template)
-                                                    for n, b in enumerate(blocks, start=1)]})
+        event: dict[str, Any] = {"sources": [source_entry(b, resolve_image, n, source_url_template)
+                                             for n, b in enumerate(blocks, start=1)]}
+        if verdict or final.get("coverage"):  # so a page can mark a partial answer before its tokens
+            event["coverage"] = verdict or final.get("coverage")
+        conversation.append("sources", event)
         sources_sent = True
 
     def send_token(text: str) -> None:
@@ -127,6 +134,8 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
                         context = result["context"]
                     if isinstance(result, dict) and isinstance(result.get("query_vector"), list):
                         query_vector = result["query_vector"]
+                    if isinstance(result, dict) and isinstance(result.get("coverage"), str):
+                        verdict = result["coverage"]
             elif mode == "custom":
                 if isinstance(chunk, dict) and isinstance(chunk.get("token"), str) and chunk["token"]:
                     send_token(chunk["token"])
@@ -142,6 +151,8 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             "answer": final.get("answer", ""),
             "intent": final.get("intent"),
             "abstain": bool(final.get("abstain", False)),
+            "coverage": coverage_of(final),
+            "coverage_reason": final.get("coverage_reason") or "",
             "standalone_question": final.get("standalone_question") or graph_input.get("question"),
             "citations": list(final.get("citations") or []),
             "sentences": list(final.get("sentences") or []),

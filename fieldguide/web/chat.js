@@ -247,6 +247,19 @@ const FieldguideChat = (function () {
     turn.sourcesEl.append(title, list);
   }
 
+  // How the meta line names an answer the docs may not give (the answer's own first sentence says it too).
+  const COVERAGE_LABELS = {
+    partial: "The docs may not answer this: closest passages only · ",
+    not_covered: "No matching documentation found · ",
+  };
+
+  // The answer's coverage verdict as a class: a partial answer and an abstention look unlike an answer.
+  function markCoverage(turn, coverage) {
+    if (!coverage) return;
+    turn.article.classList.toggle("coverage-partial", coverage === "partial");
+    turn.article.classList.toggle("coverage-not-covered", coverage === "not_covered");
+  }
+
   function createChat(options) {
     const { thread, status, send, base = "", config = {}, libraries } = options;
     const labels = options.labels || (() => []);  // the doc sets the reader chose (none: the default)
@@ -448,6 +461,7 @@ const FieldguideChat = (function () {
           turn.firstSourceDir = dir ? "/" + dir : "";
         }
         renderSources(turn, sources, base);
+        markCoverage(turn, JSON.parse(event.data).coverage);
       });
       source.addEventListener("token", (event) => {
         track(event);
@@ -464,7 +478,8 @@ const FieldguideChat = (function () {
           turn.understood.hidden = false;
         }
         const total = done.timings_ms && done.timings_ms.total;
-        turn.metaEl.textContent = (done.abstain ? "No matching documentation found · " : "") +
+        markCoverage(turn, done.coverage || (done.abstain ? "not_covered" : "covered"));
+        turn.metaEl.textContent = (COVERAGE_LABELS[done.coverage] || (done.abstain ? COVERAGE_LABELS.not_covered : "")) +
           (done.intent ? "intent: " + done.intent : "") + (total ? " · " + Math.round(total) + " ms" : "");
         if (turn.conversationId) {
           addFeedback(turn, turn.conversationId, done.turn || turn.number);

@@ -52,6 +52,8 @@ button:disabled { opacity: 0.5; cursor: default; }
 .answer blockquote { margin: 0.3rem 0; padding: 0.1rem 0.6rem; border-left: 3px solid #d9dee7; color: #2b3344; }
 .answer a.cite { font-size: 0.8em; vertical-align: super; text-decoration: none; color: #1f6feb; }
 .answer .flag { color: #9a6700; cursor: help; }
+.coverage-partial .answer > :first-child, .coverage-not-covered .answer > :first-child { background: #fff8c5; border-left: 4px solid #d4a72c; padding: 0.2rem 0.5rem; font-weight: 600; }
+.coverage-partial .answer blockquote { border-left-style: dashed; color: #5c6577; }
 .sources li.cited { background: #fff8c5; outline: 2px solid #e3b341; border-radius: 3px; }
 .shots { display: flex; gap: 0.4rem; flex-wrap: wrap; margin: 0.3rem 0; } .shots img { width: 9rem; }
 .meta { color: #5c6577; font-size: 0.75rem; margin-top: 0.3rem; }

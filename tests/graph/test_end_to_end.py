@@ -123,14 +123,28 @@ def test_ask_batch_writes_answer_lines_for_questions_and_conversation_turns(smal
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["q1", "c1#1", "c1#2"]
     for line in lines:
-        assert list(line) == ["id", "question", "standalone_question", "intent", "abstain", "answer", "citations",
-                              "sentences", "context", "timings_ms"]
+        assert list(line) == ["id", "question", "standalone_question", "intent", "abstain", "coverage",
+                              "coverage_reason", "answer", "citations", "sentences", "context", "timings_ms"]
+        assert line["coverage"] in ("covered", "partial", "not_covered") and line["coverage_reason"]
+        assert (line["coverage"] == "not_covered") == line["abstain"]
         assert "line_start" not in line["context"][0]  # blocks exactly as in the result line
         assert 0 < line["timings_ms"]["first_token"] <= line["timings_ms"]["total"]
         assert line["citations"] and {"n", "chunk_id", "source", "heading_path", "line_start", "line_end",
                                       "url"} == set(line["citations"][0])
     assert lines[2]["question"] == "And what happens to unspent money?"
     assert lines[2]["standalone_question"].startswith("And what happens to unspent money? — about: ")
+
+
+def test_ask_json_prints_the_final_state_with_its_coverage_verdict(small_corpus):
+    env = dict(os.environ, FIELDGUIDE_WEAVIATE_URL=small_corpus.weaviate_url,
+               FIELDGUIDE_WEAVIATE_GRPC_PORT=str(small_corpus.weaviate_grpc_port), FIELDGUIDE_MAX_ANSWER_TOKENS="8")
+    done = subprocess.run([sys.executable, "-m", "fieldguide.cli", "ask", "--json", "Where is the export button?",
+                           "--collection", small_corpus.collection], capture_output=True, text=True, env=env,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stdout)
+    assert state["coverage"] in ("covered", "partial", "not_covered") and state["coverage_reason"]
+    assert (state["coverage"] == "not_covered") == state["abstain"]
 
 
 def test_ask_batch_refuses_a_bad_line_with_a_clear_error(tmp_path):

@@ -32,7 +32,11 @@ def fake_chat(*answers):
 
 def test_module_graph_has_every_node_and_a_narrow_input():
     assert set(graph.get_graph().nodes) >= {"condense", "route", "embed", "search", "threshold", "rerank",
-                                           "weigh_intent", "cap", "reassemble", "evidence", "prompt", "generate"}
+                                           "weigh_intent", "cap", "reassemble", "evidence", "coverage", "prompt",
+                                           "generate"}
+    # the verdict is decided once the quotes are known and before the prompt is built
+    edges = {(e.source, e.target) for e in graph.get_graph().edges}
+    assert ("evidence", "coverage") in edges and ("coverage", "prompt") in edges
     assert set(graph.get_input_jsonschema()["properties"]) == {"question", "conversation_id", "messages"}
 
 
@@ -48,7 +52,9 @@ def test_whole_graph_answers_with_a_fake_model_and_records_every_stage():
     assert state["citations"][0]["n"] == 1 and state["citations"][0]["chunk_id"] == "export-screen"
     assert set(state["stages"]) == {"search", "threshold", "rerank", "cap"}
     assert set(state["timings_ms"]) == {"condense", "route", "embed", "search", "threshold", "rerank",
-                                        "weigh_intent", "cap", "reassemble", "evidence", "prompt", "generate"}
+                                        "weigh_intent", "cap", "reassemble", "evidence", "coverage", "prompt",
+                                        "generate"}
+    assert state["coverage"] == "covered" and state["coverage_reason"]
 
 
 def test_tokens_stream_from_the_generate_node():
@@ -56,7 +62,7 @@ def test_tokens_stream_from_the_generate_node():
 
     async def collect():
         tokens, final = [], None
-        async for kind, payload in stream_answer(build_graph(), "Why does overspent money reduce next month?",
+        async for kind, payload in stream_answer(build_graph(), "Why is overspent money taken from next month?",
                                                  resources, {"min_similarity": 0.1, "verify": "off"}):
             if kind == "token":
                 tokens.append(payload)
@@ -108,8 +114,47 @@ def test_nothing_survives_so_the_graph_abstains_without_calling_the_model():
     state = asyncio.run(build_graph().ainvoke({"question": "How do I export invoices?"},
                                               config_for(resources, min_similarity=0.99)))
     assert state["abstain"] is True and state["context"] == []
+    assert state["coverage"] == "not_covered" and state["coverage_reason"] == "no candidate passed the similarity threshold"
     assert state["answer"].startswith("The documentation does not cover this question")
     assert "Reports screen > Export button" in state["answer"]
+
+
+def test_an_abstention_streams_its_message_as_tokens_like_any_answer():
+    resources = make_resources(RECORDS, chat_model=ExplodingChat(messages=iter([])))
+
+    async def collect():
+        tokens, final = [], None
+        async for kind, payload in stream_answer(build_graph(), "How do I export invoices?", resources,
+                                                 {"min_similarity": 0.99}):
+            (tokens.append(payload) if kind == "token" else None)
+            final = payload if kind == "state" else final
+        return tokens, final
+
+    tokens, final = asyncio.run(collect())
+    assert final["abstain"] is True and tokens and "".join(tokens) == final["answer"]
+
+
+def test_a_partial_verdict_opens_the_answer_in_words_before_the_quotes():
+    """Most of what the question asks (zorblax, quuxcoin, frobnitz) is in no quote: they are only the
+    closest the docs come, and the answer says so first, streamed like the rest."""
+    resources = make_resources(RECORDS, chat_model=fake_chat("Open Reports and press Export."))
+
+    async def collect():
+        tokens, final = [], None
+        async for kind, payload in stream_answer(
+                build_graph(), "Can I export invoices to zorblax, quuxcoin or frobnitz?", resources,
+                {"min_similarity": 0.1, "rerank_min": 0.0, "max_chunks": 2, "verify": "off"}):
+            (tokens.append(payload) if kind == "token" else None)
+            final = payload if kind == "state" else final
+        return tokens, final
+
+    tokens, final = asyncio.run(collect())
+    assert final["abstain"] is False and final["coverage"] == "partial"
+    assert "zorblax" in final["coverage_reason"]
+    preface = "The docs do not answer whether you can export invoices to zorblax, quuxcoin or frobnitz. " \
+              "Here is what they have that is closest:"
+    assert tokens[0] == preface and final["answer"].startswith(preface + "\n\n> Press the Export button")
+    assert "".join(tokens) == final["answer"]
 
 
 def test_a_conversation_keeps_its_messages_across_turns():

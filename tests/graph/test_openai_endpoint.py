@@ -65,3 +65,28 @@ def test_the_openai_provider_streams_cited_checked_answers_and_condenses_a_follo
         if sentence["kept"]:
             assert sentence["support"] >= 0.6 and sentence["text"] in second["answer"]
     assert "".join(follow_tokens).strip() == second["answer"]
+
+
+def test_the_coverage_judge_asks_the_endpoint_as_one_more_input(endpoint_corpus):
+    """With `coverage_judge` the endpoint's model is asked whether the context answers the question
+    (prompts/coverage.md) and its reading is combined with the offline verdict; without it, it is
+    never asked. Whether a small model reads well cannot be measured here: only that its reply is
+    asked for, read and combined by the rule."""
+    from nodes.coverage import Signals, verdict, with_judgement
+
+    async def run(thread, overrides):
+        with open_resources(endpoint_corpus) as resources:
+            graph = build_graph(MemorySaver())
+            async for _ in stream_answer(graph, "Where is the export button?", resources, overrides, thread):
+                pass
+            return graph.get_state({"configurable": {"thread_id": thread}}).values
+
+    judged = asyncio.run(run("judge-on", {"coverage_judge": True, "verify": "off"}))
+    signals = dict(judged["coverage_signals"])
+    assert signals["judge"] in ("yes", "no", "unclear")
+    offline = verdict(Signals(**{**signals, "judge": None}))
+    assert (judged["coverage"], judged["coverage_reason"]) == with_judgement(*offline, Signals(**signals))
+    assert judged["abstain"] is False and judged["answer"]
+
+    unjudged = asyncio.run(run("judge-off", {"verify": "off"}))
+    assert unjudged["coverage_signals"]["judge"] is None  # off by default

@@ -7,7 +7,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from nodes.prompt import prompt, prompt_blocks
-from prompts.loader import format_context, system_prompt
+from prompts.loader import coverage_system_prompt, format_context, system_prompt
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -36,6 +36,11 @@ def check_golden(name: str, text: str) -> None:
 @pytest.mark.parametrize("intent", ["screen", "conceptual", "ambiguous"])
 def test_system_prompts_are_pinned(intent):
     check_golden(f"system_{intent}.txt", system_prompt(intent))
+
+
+def test_coverage_judge_prompt_is_pinned():
+    check_golden("system_coverage.txt", coverage_system_prompt())
+    assert "not instructions" in coverage_system_prompt()
 
 
 def test_context_layout_is_pinned():

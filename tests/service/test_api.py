@@ -46,12 +46,28 @@ def test_stream_carries_status_sources_tokens_and_done_in_order(fast_server, cli
     tokens = [e.json["text"] for e in events if e.event == "token"]
     assert tokens == split_tokens(DEFAULT_ANSWER)
     done = events[-1].json
-    assert set(done) == {"answer", "intent", "abstain", "standalone_question", "citations", "sentences",
-                         "timings_ms", "turn"}  # turn: what feedback names
+    assert set(done) == {"answer", "intent", "abstain", "coverage", "coverage_reason", "standalone_question",
+                         "citations", "sentences", "timings_ms", "turn"}  # turn: what feedback names
     assert done["answer"] == "".join(tokens) == DEFAULT_ANSWER
     assert done["intent"] == "screen" and done["abstain"] is False
+    # a graph with no coverage node: the verdict follows from `abstain`
+    assert done["coverage"] == "covered" and done["coverage_reason"] == ""
     assert done["standalone_question"] == "Which fields does the booking form have?"
     assert "total" in done["timings_ms"] and done["timings_ms"]["first_token"] <= done["timings_ms"]["total"]
+
+
+def test_the_coverage_verdict_reaches_the_sources_and_done_events_and_the_stored_turn(server_for, client):
+    reason = "the docs never name Bitcoin"
+    app = make_app(lambda checkpointer=None: build_scripted_graph(checkpointer, coverage=("partial", reason)))
+    base = server_for(app)
+    started = ask(client, base)
+    events = read_stream(client, base, started["stream_url"])
+    (sources,) = [e.json for e in events if e.event == "sources"]
+    assert sources["coverage"] == "partial"  # known before the first token: the page marks the answer at once
+    done = events[-1].json
+    assert done["coverage"] == "partial" and done["coverage_reason"] == reason and done["abstain"] is False
+    record = app.state.service.state.turns.turn(started["conversation_id"], 1)
+    assert record.coverage == "partial" and record.coverage_reason == reason
 
 
 def test_sources_carry_the_citation_numbers_and_done_the_citations_the_answer_uses(server_for, client):

@@ -141,3 +141,31 @@ def test_citation_markers_link_to_their_source_and_highlight_it(browser_page):
         markers.first.hover()
         page.wait_for_selector(".sources li.cited", timeout=5_000)
         assert page.locator(".sources li.cited").get_attribute("data-n") == "1"
+
+
+PARTIAL_ANSWER = ("The docs do not answer whether you can pay with Bitcoin. Here is what they have that is closest:\n\n"
+                  "> A deposit of 30 % of the price is taken from the customer's card. [1]")
+
+
+def test_a_partial_answer_is_marked_apart_from_an_answer(browser_page):
+    """The verdict reaches the page with the sources, before the first token: the turn is marked at
+    once, its opening sentence (what the docs do not say) stands out, and the meta line says it."""
+    if missing_vendor_files(WEB_DIR / "node_modules"):
+        pytest.fail("the chat page libraries are not installed: run `npm ci --prefix fieldguide/web`")
+
+    def factory(checkpointer=None):
+        return build_scripted_graph(checkpointer, answer=PARTIAL_ANSWER, token_delay=0.05,
+                                    coverage=("partial", "the docs never name Bitcoin"))
+
+    page = browser_page
+    with serve(make_app(factory)) as base:
+        page.goto(base + "/")
+        page.wait_for_function("() => typeof window.marked !== 'undefined'")
+        page.fill("#question", "Can I pay with Bitcoin?")
+        page.click("#send")
+        page.wait_for_selector(".turn.coverage-partial .answer.streaming", timeout=20_000)  # marked while streaming
+        page.wait_for_selector(".answer:not(.streaming)", timeout=20_000)
+        first = page.locator(".turn.coverage-partial .answer > :first-child")
+        assert first.inner_text().startswith("The docs do not answer whether you can pay with Bitcoin.")
+        assert first.evaluate("e => getComputedStyle(e).fontWeight") == "600"
+        assert page.locator(".meta").inner_text().startswith("The docs may not answer this")

@@ -55,6 +55,7 @@ def test_ask_returns_the_answer_and_its_citations(mcp_url):
     assert result.is_error is False
     answer = result.structured_content
     assert answer["answer"] == DEFAULT_ANSWER and answer["abstain"] is False
+    assert answer["coverage"] == "covered" and answer["coverage_reason"] == ""
     (citation,) = answer["citations"]
     assert citation["n"] == 1 and citation["source"] == "screens/booking-form.md"
     assert citation["resource"] == "fieldguide://docs/screens/booking-form.md"

@@ -48,7 +48,8 @@ def test_a_completion_carries_the_answer_and_its_citations(client, openai_server
     # absolute (a client opens it), at the cited lines, as the answer's marker [1] names it
     assert citation["url"] == openai_server + "/docs-assets/screens/booking-form.md#L5-L12"
     assert citation["chunk_id"] == "screens/booking-form.md#new-booking" and "[1]" in DEFAULT_ANSWER
-    assert response.model_extra["fieldguide"] == {"abstain": False, "intent": "screen",
+    assert response.model_extra["fieldguide"] == {"abstain": False, "coverage": "covered", "coverage_reason": "",
+                                                  "intent": "screen",
                                                   "standalone_question": "Which fields does the booking form have?"}
 
 

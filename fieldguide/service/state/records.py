@@ -2,6 +2,7 @@
 
 A turn record is written when a turn starts (its question) and completed when it ends, from
 the turn's final state: standalone question, answer, citations, sentences, intent, abstain,
+coverage and its reason,
 timings, the index version and the standalone question's vector when the state carries them
 (fields the state lacks are left empty). The vector is the one retrieval searched with,
 `{"model": vector space id, "vector": [...]}` (`fieldguide.embedding.question_vector_space`):

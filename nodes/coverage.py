@@ -1,0 +1,324 @@
+"""coverage: whether the quoted evidence answers the question — `covered`, `partial` or `not_covered`.
+
+`cap` abstains when nothing stands out of the question's candidates: that turn is
+`not_covered`. Any other turn has quotes, and quotes always look like an answer, so this node
+asks whether they stand for what was asked. Its signals (`Signals`), all read against the
+quoted units rather than the whole context:
+
+* `found`: the share of the question's weight that the quoted units hold (their text, table
+  header and the breadcrumb of their block), each content word of the standalone question's
+  own part (a carried topic left out) weighed by its idf in the index: "Can I pay for a
+  booking with cryptocurrency?" turns on "cryptocurrency", not on "booking";
+* `semantic`: the best cosine between the question and a quoted unit;
+* `standout`: how far the best candidate stood above its pool, in the index's abstain margins
+  (`cap` abstains below 1; the calibration's probes set the unit);
+* `names`: names the reader writes (`fieldguide.names`) that no chunk of the index holds;
+* `unknown` / `unknown_words`: the question's words no chunk holds (the preface names one).
+
+`verdict`: a turn whose question names what no chunk holds is `partial`; otherwise its
+`grounding` = found + semantic + 0.2·ln(standout) must reach 1.1. The weights and the threshold
+were chosen on the mean over the question sets of five documentation sets (questions and
+two-turn conversations), never on single questions; two sets measured after the choice gave the
+same picture (docs/BENCHMARKS.md, "Coverage"). Each signal alone separates a set's unanswerable
+questions from its answerable ones only partly (readers bring words the docs never use to
+questions the docs answer); together they reach honest_ok 0.8-1.0 on every set at a mean
+false_flag of 0.13.
+
+A `partial` answer opens with `partial_preface` ("The docs do not answer whether you can pay
+with cryptocurrency. Here is what they have that is closest:"), written by `generate` before the
+quotes.
+
+With `coverage_judge` on and an OpenAI-compatible endpoint configured, the chat model is
+asked too (`prompts/coverage.md`): its "no" makes a covered turn `partial`, its "yes" a
+partial one `covered` (not one that names what the docs never hold). Its quality cannot be
+measured offline (no capable model runs here); it is off by default.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import asdict, dataclass, field
+
+from langchain_core.runnables import RunnableConfig
+
+from fieldguide.calibration import top_margin
+from fieldguide.content_words import STOPWORDS, stem
+from fieldguide.headings import heading_labels
+from fieldguide.names import unknown_names
+from fieldguide.words import words
+from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from nodes.condense import own_part
+from nodes.evidence import embedding_text
+from nodes.quotable import Unit
+
+log = logging.getLogger("fieldguide.coverage")
+
+COVERED, PARTIAL, NOT_COVERED = "covered", "partial", "not_covered"
+VERDICTS = (COVERED, PARTIAL, NOT_COVERED)
+
+
+@dataclass
+class Signals:
+    """What the verdict reads (see the module doc)."""
+
+    found: float = 1.0
+    missing: list[str] = field(default_factory=list)
+    missing_idf: float = 0.0
+    missing_close: float = 1.0
+    names: list[str] = field(default_factory=list)
+    standout: float | None = None
+    semantic: float | None = None  # best cosine between the question and a quoted unit
+    judge: str | None = None  # the chat model's reply, when asked: "yes", "no" or "unclear"
+    unknown: float = 0.0  # share of the question's weight on words no chunk of the index holds
+    unknown_words: list[str] = field(default_factory=list)  # those words
+    above_floor: float | None = None  # the best score above the index's strict minimum, in abstain margins
+    similarity: float | None = None  # cosine of the question to the best reranked candidate
+    words: int = 0  # content words of the question weighed
+
+    def to_dict(self) -> dict:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def _forms(word: str) -> set[str]:
+    """The word as the index's statistics may hold it (they are not stemmed)."""
+    forms = {word, stem(word)}
+    if word.endswith("s") and len(word) > 3:
+        forms.add(word[:-1])
+    return forms
+
+
+def question_words(question: str) -> list[str]:
+    """The content words of a question (as written, lower case, each once): no stop word, no
+    number, at least two letters."""
+    seen = []
+    for w in words(question):
+        if w in STOPWORDS or len(w) < 2 or w.isdigit() or w in seen:
+            continue
+        seen.append(w)
+    return seen
+
+
+def idf_of(word: str, document_frequency: dict[str, int] | None, documents: int) -> float:
+    """Lucene's idf of the word's most frequent form in the index; 1.0 each without statistics."""
+    if document_frequency is None or documents <= 0:
+        return 1.0
+    df = max(document_frequency.get(form, 0) for form in _forms(word))
+    return math.log(1 + (documents - df + 0.5) / (df + 0.5))
+
+
+def quoted_terms(evidence: list[dict], blocks: list[dict]) -> set[str]:
+    """Stemmed words of the quoted units, their table headers and the breadcrumbs of their blocks."""
+    found: set[str] = set()
+    for unit in evidence:
+        found |= {stem(w) for w in words((unit.get("text") or "") + "\n" + (unit.get("header") or ""))}
+        n = int(unit.get("n") or 0)
+        if 0 < n <= len(blocks):
+            found |= {stem(w) for w in words(" ".join(heading_labels(blocks[n - 1].get("heading_path"))))}
+    return found
+
+
+def signals(question: str, evidence: list[dict], blocks: list[dict], document_frequency: dict[str, int] | None,
+            documents: int, embed=None, unit_vectors=None, standout: float | None = None,
+            question_vector=None) -> Signals:
+    """The signals of one answered turn. `embed(texts) -> vectors` and `unit_vectors` (of the
+    quoted units, in order) give `missing_close`; without them it is left at 1.0 (no evidence
+    against the quotes)."""
+    own = question_words(own_part(question)) or question_words(question)
+    if not own:
+        return Signals(standout=standout)
+    weights = {w: idf_of(w, document_frequency, documents) for w in own}
+    top = idf_of("\u2400", document_frequency, documents)  # a word no chunk holds: the largest idf
+    held = quoted_terms(evidence, blocks)
+    found = {w for w in own if stem(w) in held or w in held}
+    total = sum(weights.values()) or 1.0
+    missing = sorted((w for w in own if w not in found), key=lambda w: -weights[w])
+    close, semantic = 1.0, None
+    if unit_vectors is not None and len(unit_vectors):
+        if missing and embed is not None:
+            close = best_cosine(embed([missing[0]])[0], unit_vectors)
+        if question_vector is not None:
+            semantic = best_cosine(question_vector, unit_vectors)
+    # which words no chunk holds is known only from the index's statistics
+    known = document_frequency is not None and documents > 0
+    unheld = [w for w in own if weights[w] >= top] if known else []
+    return Signals(found=sum(weights[w] for w in found) / total, missing=missing,
+                   unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld,
+                   missing_idf=weights[missing[0]] / top if missing and known else 0.0,
+                   missing_close=close,
+                   names=unknown_names(own_part(question), document_frequency),
+                   standout=standout, semantic=semantic, words=len(own))
+
+
+def best_cosine(vector, vectors) -> float:
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    query = np.asarray(vector, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+    return float(np.max(matrix @ query / np.where(norms == 0, 1.0, norms)))
+
+
+# The verdict's weights and threshold (see `verdict`), chosen on the mean over every question set
+# (benchmarks/tune_coverage.py; docs/BENCHMARKS.md, "Coverage").
+THRESHOLDS = {"semantic_weight": 1.0, "standout_weight": 0.2, "threshold": 1.1}
+
+
+def grounding(s: Signals, semantic_weight: float, standout_weight: float) -> float:
+    """How well the quotes stand for the question: the weighted share of its words they hold, their
+    embedding closeness to it, and how far the best candidate stood out (log of the abstain margins).
+    The share of its weight on words no chunk holds (`unknown`) added nothing on the mean over the
+    sets once these were in: readers bring their own words to questions the docs answer."""
+    standout = math.log(max(s.standout, 0.05)) if s.standout is not None else 0.0
+    semantic = s.semantic if s.semantic is not None else 0.0
+    return s.found + semantic_weight * semantic + standout_weight * standout
+
+
+def verdict(s: Signals, **overrides: float) -> tuple[str, str]:
+    """(coverage, reason) of a turn that was answered with quotes: `partial` when the question names
+    what no chunk of the docs holds, or when the quotes stand for it too little (`grounding` under the
+    threshold); `covered` otherwise."""
+    t = {**THRESHOLDS, **overrides}
+    if s.names:
+        return PARTIAL, "the docs never name " + ", ".join(s.names)
+    score = grounding(s, t["semantic_weight"], t["standout_weight"])
+    if score < t["threshold"]:
+        lacking = f"; they lack \u201c{s.missing[0]}\u201d" if s.missing else ""
+        return PARTIAL, (f"the quotes hold {s.found:.0%} of the question's weight{lacking} (grounding {score:.2f}, "
+                         f"{t['threshold']:.2f} needed)")
+    return COVERED, f"the quotes hold {s.found:.0%} of the question's weight (grounding {score:.2f})"
+
+
+JUDGE_TOKENS = 3
+
+
+def is_endpoint(chat_provider: str | None) -> bool:
+    return (chat_provider or "local").lower() == "openai"
+
+
+def judge_with_model(model, question: str, blocks: list[dict], config) -> str:
+    """The chat model's own reading: "yes" (the excerpts answer the question), "no", or "unclear"
+    (any other reply, or the endpoint failing: the offline verdict then stands alone)."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    from prompts.loader import coverage_system_prompt, user_message
+
+    messages = [SystemMessage(content=coverage_system_prompt()), HumanMessage(content=user_message(question, blocks))]
+    try:
+        bound = model.bind(max_tokens=JUDGE_TOKENS, temperature=0.0) if hasattr(model, "bind") else model
+        reply = bound.invoke(messages, config)
+    except Exception as exc:  # the endpoint is down: the answer still comes, judged offline
+        log.warning("the coverage judge failed (%s); the offline verdict stands", exc)
+        return "unclear"
+    text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    first = (words(text) or [""])[0]
+    return first if first in ("yes", "no") else "unclear"
+
+
+def with_judgement(result: str, reason: str, s: Signals) -> tuple[str, str]:
+    """The offline verdict with the model's reading added: its "no" makes a covered answer partial; its
+    "yes" makes a partial one covered, unless the question names what no chunk of the docs holds."""
+    if s.judge == "no" and result == COVERED:
+        return PARTIAL, "the chat model read the context as not answering the question"
+    if s.judge == "yes" and result == PARTIAL and not s.names:
+        return COVERED, "the chat model read the context as answering the question (" + reason + ")"
+    return result, reason
+
+
+def standing(state: dict, config) -> tuple[float | None, float | None, float | None]:
+    """(how far the best candidate stood above its pool, as `cap` measured it, and how far above the
+    strict minimum, both in the index's abstain margins; the best candidate's cosine)."""
+    from nodes.cap import pool_scores, thresholds
+
+    ranked = state.get("rerank_results") or []
+    if not ranked:
+        return None, None, None
+    margin, minimum, _ = thresholds(options_for(config), config)
+    stands_out = top_margin(pool_scores(ranked, state.get("search_results") or []))
+    if margin <= 0:
+        return None, None, float(ranked[0]["similarity"])
+    return stands_out / margin, (float(ranked[0]["rerank_score"]) - minimum) / margin, float(ranked[0]["similarity"])
+
+
+def coverage(state: dict, config: RunnableConfig = None) -> dict:
+    with Stopwatch() as sw:
+        if state.get("abstain"):
+            result, reason = NOT_COVERED, state.get("abstain_reason") or "nothing in the docs stands out"
+            found = Signals()
+        else:
+            resources = resources_for(config)
+            stats = resources.term_stats
+            blocks = state.get("context") or []
+            evidence = state.get("evidence") or []
+            embed = resources.text_vectors.embed
+            # the texts the evidence step embedded, so the vectors come from its cache
+            unit_vectors = embed([embedding_text(Unit(u["n"] - 1, 0, u["kind"], u["text"], 0, u.get("label") or "",
+                                                      u.get("header") or "")) for u in evidence]) if evidence else []
+            standout, above_floor, similarity = standing(state, config)
+            found = signals(state.get("standalone_question") or state["question"], evidence, blocks,
+                            stats.document_frequency if stats else None, stats.documents if stats else 0,
+                            embed, unit_vectors, standout, state.get("query_vector"))
+            found.above_floor, found.similarity = above_floor, similarity
+            result, reason = verdict(found)
+            options = options_for(config)
+            if options.coverage_judge and is_endpoint(resources.settings.chat_provider) and blocks:
+                found.judge = judge_with_model(resources.chat_model, state.get("standalone_question")
+                                               or state["question"], blocks, config)
+                result, reason = with_judgement(result, reason, found)
+    return {"coverage": result, "coverage_reason": reason, "coverage_signals": found.to_dict(),
+            "timings_ms": with_timing(state, "coverage", sw.ms)}
+
+
+# --- what the reader reads first when the verdict is partial --------------------------------
+
+_YES_NO = re.compile(r"^(?:(?:so|and|but|also|ok|okay),?\s+)?(can|could|may|might|should|will|would|must|do|did)\s+"
+                     r"(i|we)\s+(.+?)[?.!\s]*$", re.IGNORECASE)
+_THERE = re.compile(r"^(?:(?:so|and|but|also|ok|okay),?\s+)?(is|are)\s+there\s+(.+?)[?.!\s]*$", re.IGNORECASE)
+_PERSON = {"i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "we": "you", "us": "you",
+           "our": "your", "ours": "yours", "i'm": "you're", "i've": "you've", "i'd": "you'd", "i'll": "you'll"}
+_WORD_TOKEN = re.compile(r"[A-Za-z']+")
+
+
+def _second_person(text: str) -> str:
+    return _WORD_TOKEN.sub(lambda m: _PERSON.get(m.group(0).lower(), m.group(0)), text)
+
+
+def whether_clause(question: str) -> str | None:
+    """"Can I pay by card?" as "whether you can pay by card"; None for a question not asked that
+    simply (yes/no questions of the reader's own doing, and "is there ...")."""
+    text = " ".join(own_part(question).split())
+    if "?" in text.rstrip("?"):  # two questions in one: no single clause says both
+        return None
+    if m := _YES_NO.match(text):
+        aux, rest = m.group(1).lower(), _second_person(m.group(3))
+        return f"whether you {rest}" if aux in ("do", "did") else f"whether you {aux} {rest}"
+    if m := _THERE.match(text):
+        return f"whether there {m.group(1).lower()} {_second_person(m.group(2))}"
+    return None
+
+
+# Plain words, nearly all of them ones a reader's question and the quotes need not share: the
+# preface adds one claim ("the docs do not answer this") and no content the docs lack, so it
+# never reads, to a check of invented words, as something made up.
+CLOSEST = "Here is what they have that is closest:"
+
+
+def partial_preface(question: str, signals: dict | None) -> str:
+    """The sentence a partial answer opens with: what the docs do not answer, then that the quotes
+    below are only the closest they have."""
+    signals = signals or {}
+    names = list(signals.get("names") or [])
+    if names:
+        named = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+        return f"The docs do not have {named} in any section, so they may not answer this question. {CLOSEST}"
+    clause = whether_clause(question)
+    if clause:
+        return f"The docs do not answer {clause}. {CLOSEST}"
+    unheld = list(signals.get("unknown_words") or [])
+    # One word of the question no chunk holds: that is what the docs lack. A word the quotes lack
+    # but the docs hold is not named: on answerable questions it is as often the reader's own
+    # ("suddenly", "land") as what they asked about.
+    if len(unheld) == 1:
+        return (f"The docs do not have \u201c{unheld[0]}\u201d in any section, so they may not answer this "
+                f"question. {CLOSEST}")
+    return f"The docs may not answer this question. {CLOSEST}"

@@ -1,0 +1,156 @@
+"""The coverage verdict: the signals it reads from the quotes, its rules, and the partial answer's preface."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nodes.coverage import (COVERED, NOT_COVERED, PARTIAL, THRESHOLDS, Signals, coverage, grounding, idf_of,
+                            partial_preface, question_words, signals, verdict, whether_clause)
+
+# An index of 100 chunks: "booking" and "price" are common, "deposit" rare, "cryptocurrency" in none.
+DF = {"booking": 40, "bookings": 5, "price": 30, "pay": 20, "deposit": 3, "card": 10, "form": 25, "dropbox": 0,
+      "export": 8, "skipper": 2}
+N = 100
+PRICE_BLOCK = {"heading_path": ["Bookings", "Price"], "text": "The price of a booking is the day rate plus the "
+               "skipper fee. A deposit is taken from the card."}
+QUOTE = [{"n": 1, "kind": "sentence", "text": "The price of a booking is the day rate plus the skipper fee.",
+          "header": None, "label": "Price"}]
+
+
+def test_question_words_leave_out_stop_words_numbers_and_repeats():
+    assert question_words("How do I pay for 2 bookings, and can I pay by card?") == ["pay", "bookings", "card"]
+
+
+def test_idf_reads_the_most_frequent_form_and_a_word_no_chunk_holds_weighs_most():
+    assert idf_of("bookings", DF, N) == idf_of("booking", DF, N)  # the singular is the common form
+    assert idf_of("cryptocurrency", DF, N) > idf_of("deposit", DF, N) > idf_of("booking", DF, N)
+    assert idf_of("anything", None, 0) == 1.0  # no statistics: every word weighs the same
+
+
+def test_a_question_whose_rare_word_the_quotes_lack_is_missing_it():
+    s = signals("Can I pay for a booking with cryptocurrency?", QUOTE, [PRICE_BLOCK], DF, N)
+    assert s.missing[0] == "cryptocurrency" and s.missing_idf == pytest.approx(1.0)
+    assert s.unknown_words == ["cryptocurrency"]
+    weights = {w: idf_of(w, DF, N) for w in ("pay", "booking", "cryptocurrency")}
+    assert s.found == pytest.approx(weights["booking"] / sum(weights.values()))
+    assert s.names == []  # written in lower case: a word, not a name
+
+
+def test_words_in_the_quotes_or_their_breadcrumb_are_found():
+    s = signals("How is the price of bookings made up?", QUOTE, [PRICE_BLOCK], DF, N)
+    assert "price" not in s.missing and "booking" not in s.missing and "bookings" not in s.missing
+    # "made" is no word of the quote: the only one missing
+    assert s.missing == ["made"]
+    heading_only = signals("Where is the price shown?", [{**QUOTE[0], "text": "It is shown on the form."}],
+                           [PRICE_BLOCK], DF, N)
+    assert "price" not in heading_only.missing  # the block's breadcrumb says "Price"
+
+
+def test_a_follow_ups_carried_topic_is_not_its_focus_and_unknown_names_are_named():
+    s = signals("And straight to my Dropbox? — about: Export", QUOTE, [PRICE_BLOCK], DF, N)
+    assert s.names == ["Dropbox"]
+    assert "export" not in s.missing and s.missing[0] in ("dropbox", "straight")
+
+
+def test_embedding_closeness_of_the_rarest_missing_word_to_the_quotes():
+    vectors = {"cryptocurrency": [1.0, 0.0], "quote": [0.6, 0.8]}
+    s = signals("Can I pay with cryptocurrency?", QUOTE, [PRICE_BLOCK], DF, N,
+                embed=lambda texts: [vectors[t] for t in texts], unit_vectors=[vectors["quote"]],
+                question_vector=[0.0, 1.0])
+    assert s.missing_close == pytest.approx(0.6) and s.semantic == pytest.approx(0.8)
+
+
+def test_verdict_rules():
+    """Figures of the sample docs' session (the issue's questions, signals as the node measured them)."""
+    price = Signals(found=1.0, semantic=0.67, standout=5.46)  # "How is the price of a booking made up?"
+    crypto = Signals(found=0.06, semantic=0.56, standout=2.57, unknown=0.55, missing=["cryptocurrency"],
+                     missing_idf=1.0)  # "Can I pay for a booking with cryptocurrency?"
+    assert verdict(price)[0] == COVERED and "100%" in verdict(price)[1]
+    assert verdict(crypto)[0] == PARTIAL and "cryptocurrency" in verdict(crypto)[1]
+    # a name no chunk of the docs holds is enough, however well the rest reads
+    assert verdict(Signals(found=0.9, semantic=0.9, standout=9.0, names=["Bitcoin"])) == (
+        PARTIAL, "the docs never name Bitcoin")
+
+
+def test_grounding_rises_with_each_signal():
+    base = dict(found=0.5, semantic=0.6, standout=2.0)
+    weights = {k: v for k, v in THRESHOLDS.items() if k != "threshold"}
+    score = grounding(Signals(**base), **weights)
+    for name, more in (("found", 0.7), ("semantic", 0.8), ("standout", 4.0)):
+        assert grounding(Signals(**{**base, name: more}), **weights) > score
+    # a turn with no signals measured (no statistics, no vectors) is judged on the words alone
+    assert grounding(Signals(found=1.0), **weights) == 1.0
+    # the threshold can be moved for measuring (benchmarks/tune_coverage.py)
+    assert verdict(Signals(**base), threshold=score - 0.01)[0] == COVERED
+    assert verdict(Signals(**base), threshold=score + 0.01)[0] == PARTIAL
+
+
+def test_whether_clause_turns_simple_yes_no_questions_round():
+    assert whether_clause("Can I pay for a booking with cryptocurrency?") == \
+        "whether you can pay for a booking with cryptocurrency"
+    assert whether_clause("Is there a loyalty card programme for regular customers?") == \
+        "whether there is a loyalty card programme for regular customers"
+    assert whether_clause("Do I need my password for that?") == "whether you need your password for that"
+    assert whether_clause("And can we export it — about: Export") == "whether you can export it"
+    for other in ("Where is the export button?", "Does it work offline?", "Can I pay? And how?"):
+        assert whether_clause(other) is None
+
+
+def test_partial_preface_says_what_the_docs_lack_then_that_quotes_are_only_the_closest():
+    closest = "Here is what they have that is closest:"
+    assert partial_preface("Can I pay with cryptocurrency?", {"missing": ["cryptocurrency"]}) == \
+        f"The docs do not answer whether you can pay with cryptocurrency. {closest}"
+    assert partial_preface("Where do I set the Bitcoin wallet?", {"names": ["Bitcoin"]}) == \
+        f"The docs do not have Bitcoin in any section, so they may not answer this question. {closest}"
+    assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark", "mode"],
+                                                               "unknown_words": ["dark"]}) == \
+        f"The docs do not have \u201cdark\u201d in any section, so they may not answer this question. {closest}"
+    # a word the quotes lack but other sections hold is not named
+    assert partial_preface("Where do I switch to dark mode?", {"missing": ["dark"]}) == \
+        f"The docs may not answer this question. {closest}"
+    # several words no chunk holds ("accept", "bitcoin", "rentals"): no one of them is named
+    assert partial_preface("Do you accept bitcoin for rentals?", {"missing": ["accept", "bitcoin", "rentals"],
+                                                                  "unknown_words": ["accept", "bitcoin", "rentals"]}) \
+        == f"The docs may not answer this question. {closest}"
+    assert partial_preface("Where?", None) == f"The docs may not answer this question. {closest}"
+
+
+def test_an_abstained_turn_is_not_covered_with_caps_reason():
+    update = coverage({"question": "q", "abstain": True, "abstain_reason": "nothing stands out",
+                       "timings_ms": {}}, None)
+    assert update["coverage"] == NOT_COVERED and update["coverage_reason"] == "nothing stands out"
+    assert set(update) == {"coverage", "coverage_reason", "coverage_signals", "timings_ms"}
+    assert not math.isnan(update["timings_ms"]["coverage"])
+
+
+def test_the_judge_reads_the_chat_models_first_word_and_an_endpoint_failure_changes_nothing():
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from nodes.coverage import judge_with_model
+
+    def reply(text):
+        return GenericFakeChatModel(messages=iter([AIMessage(text)]))
+
+    assert judge_with_model(reply("No."), "Can I pay with Bitcoin?", [PRICE_BLOCK], None) == "no"
+    assert judge_with_model(reply("Yes, it does"), "How is the price made up?", [PRICE_BLOCK], None) == "yes"
+    assert judge_with_model(reply("It depends"), "q", [PRICE_BLOCK], None) == "unclear"
+
+    class Down(GenericFakeChatModel):
+        def _generate(self, *args, **kwargs):
+            raise ConnectionError("endpoint down")
+
+    assert judge_with_model(Down(messages=iter([])), "q", [PRICE_BLOCK], None) == "unclear"
+
+
+def test_the_judges_reading_is_one_more_input_never_the_only_one():
+    from nodes.coverage import with_judgement
+
+    said = lambda judge, **s: Signals(judge=judge, **s)
+    assert with_judgement(COVERED, "r", said("no"))[0] == PARTIAL
+    assert with_judgement(PARTIAL, "r", said("yes"))[0] == COVERED
+    # a name no chunk holds stays partial whatever the model reads into the context
+    assert with_judgement(PARTIAL, "r", said("yes", names=["Bitcoin"])) == (PARTIAL, "r")
+    assert with_judgement(COVERED, "r", said("unclear")) == (COVERED, "r")
+    assert with_judgement(PARTIAL, "r", said(None)) == (PARTIAL, "r")
