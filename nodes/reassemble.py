@@ -16,7 +16,7 @@ as stored in `token_count`) is spent in four passes, and a fifth may go beyond i
 4. subsections of kept sections that the cut left out (`below_cut`, `nodes.cap`), best first,
    each only if it fits, placed after their section and marked `context_role: "subsection"`;
 5. when one split section dominates the kept chunks (`dominant_section`: it holds more of them
-   than any other section, and at least half), its remaining parts, nearest a kept one first,
+   than any other section still missing parts, and at least half), its remaining parts, nearest a kept one first,
    while the whole context stays within `section_token_budget`. A long reference section
    (an option table, a step list of a dozen parts) is what such a question is about, and
    four parts of twelve leave its facts out as often as not; the parts come after everything
@@ -109,20 +109,21 @@ def parent_key(record: dict) -> tuple[str, tuple[str, ...]] | None:
     return None
 
 
-def dominant_section(hits: list[dict]) -> str | None:
+def dominant_section(hits: list[dict], whole: set[str] | frozenset = frozenset()) -> str | None:
     """The group id of the split section that holds more of the kept hits than any other section
-    and at least half of them; None when no split section does (subsections below the cut are
-    not kept hits)."""
+    still missing parts, and at least half of all kept hits; None when no split section does.
+    Sections in `whole` are already complete: they need no budget, so they do not compete for it
+    (their hits still count among all kept hits). Subsections below the cut are no kept hits."""
     kept = [h for h in hits if not h.get("below_cut")]
     counts: dict[str, int] = {}
     for hit in kept:
-        counts[hit["group_id"]] = counts.get(hit["group_id"], 0) + 1
+        if hit["group_id"] not in whole and int(hit.get("part_count") or 1) > 1:
+            counts[hit["group_id"]] = counts.get(hit["group_id"], 0) + 1
     if not counts:
         return None
     ranked = sorted(counts.values(), reverse=True)
     gid = max(counts, key=lambda g: counts[g])  # the first of the most held, in rank order
-    split = any(int(h.get("part_count") or 1) > 1 for h in kept if h["group_id"] == gid)
-    if not split or 2 * counts[gid] < len(kept) or (len(ranked) > 1 and ranked[1] == ranked[0]):
+    if 2 * counts[gid] < len(kept) or (len(ranked) > 1 and ranked[1] == ranked[0]):
         return None
     return gid
 
@@ -170,7 +171,8 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             used += token_cost(hit)
             below[gid] = hit
     # Pass 5: the rest of a dominant split section, within the section budget.
-    dominant = dominant_section(hits) if section_budget > budget else None
+    whole = {gid for gid, parts in groups.items() if len(chosen[gid]) == len(parts)}
+    dominant = dominant_section(hits, whole) if section_budget > budget else None
     if dominant is not None and chosen[dominant]:
         used = _fill_section(groups[dominant], chosen[dominant], used, section_budget)
 

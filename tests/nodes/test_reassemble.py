@@ -191,8 +191,11 @@ def test_no_section_dominates_when_hits_are_spread_or_the_section_is_not_split()
     assert dominant_section([hit(a[0]), hit(a[1]), hit(b[0])]) == "a"
     assert dominant_section([hit(a[0])]) == "a"  # the only section kept
     assert dominant_section([hit(a[0]), hit(b[0])]) is None  # a tie: nothing stands out
+    assert dominant_section([hit(a[0]), hit(b[0])], whole={"a"}) == "b"  # a complete section needs no budget
+    assert dominant_section([hit(a[0]), hit(a[1]), hit(b[0]), hit(b[1])], whole={"a"}) == "b"  # still half
     assert dominant_section([hit(a[0]), hit(b[0]), hit(single)]) is None  # under half
-    assert dominant_section([hit(single), hit(a[0])]) is None
+    assert dominant_section([hit(single), hit(a[0])]) == "a"  # an unsplit section is complete already
+    assert dominant_section([hit(single), hit(record("t", "too", token_count=10)), hit(a[0])]) is None
     assert dominant_section([hit(single)]) is None  # nothing split: nothing to complete
     # a subsection below the cut is no kept hit
     assert dominant_section([hit(a[0]), {**hit(b[0]), "below_cut": True}, {**hit(b[1]), "below_cut": True}]) == "a"
