@@ -51,7 +51,11 @@ _POINTS_BACK = re.compile(
     r"everyone|everybody|someone|somebody|anyone|anybody|nobody|people|all|each|one|none|week|month|year|day|"
     r"morning|evening|time|way)\b)[a-z]+[^s\W]\b|\bthough\b|"
     r"\b(?:that|this)\s*[?.!,]|\b(?:that|this) (?:on|off|up|down|back|out|away|again)\b|\bthe same\b|"
-    r"\bone of (?:them|those|these)\b|\b(?:too|as well|either|then|instead|also)\s*[?.!]*\s*$", re.IGNORECASE)
+    r"\bone of (?:them|those|these)\b|"
+    # "the most verbose one", "the other one", "the cheapest one": a choice among what the previous
+    # answer listed ("the team one shared login" is a number, not a choice)
+    r"\bthe (?:other|first|second|third|last|next|previous|same|new|old|default|[a-z]+est|(?:most|least) [a-z]+) "
+    r"one\b(?![\w-])|\b(?:too|as well|either|then|instead|also)\s*[?.!]*\s*$", re.IGNORECASE)
 _THERE_IS = re.compile(r"\bthere (?:is|are|was|were|will|'s)\b|\b(?:is|are|was|were) there\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 MIN_OWN_TERMS = 2  # a question naming fewer terms than this leans on the conversation

@@ -26,6 +26,8 @@ PREVIOUS_CONTEXT = [{"chunk_id": "x", "source": "budgeting/categories.md", "rera
     "Can I also use that to compare today with yesterday?",
     "Could that folder live on another disk?",
     "Can I export that path view as an image?",
+    "Is the most verbose one OK to leave on in production?",
+    "Does the other one keep my settings?",
 ])
 def test_questions_that_lean_on_the_previous_turn(question):
     assert leans_on_previous(question)
@@ -38,6 +40,8 @@ def test_questions_that_lean_on_the_previous_turn(question):
     "Where can I set a greeting that everyone sees on the sign-in page?",
     "Is there a setting that hides archived accounts?",
     "When I compare this week with last year, do the weekdays line up?",
+    "Where do I enter the one-time password from my authenticator app?",
+    "Can I give everyone in the team one shared login?",
 ])
 def test_questions_that_stand_on_their_own(question):
     assert not leans_on_previous(question)
