@@ -11,6 +11,9 @@ with answer_score.py (the questions alone, and the conversations' second turns a
 and answer lines are kept under OUT, named after the set. One JSON line per set is printed, then
 one `"set": "mean"` line with the mean of the sets, each weighted alike: defaults are read off that
 line, never off one set. `--option` is passed to both commands as `--set NAME=VALUE`.
+Answers cost a generation each: `--answer-questions long` answers only the `long_section`
+questions (retrieval still runs on all), and `--followup-sets NAME,...` asks the conversations of
+the named sets only.
 """
 from __future__ import annotations
 
@@ -68,6 +71,8 @@ def answer_figures(answer_score, questions: list[dict], followups: list[dict], l
     answers = {a["id"]: a for a in lines if "id" in a}
     single = answer_score.score(answer_score.expand(questions), answers)
     figures = {k: single[k] for k in ANSWERS}
+    first = [a["timings_ms"]["first_token"] for a in lines if (a.get("timings_ms") or {}).get("first_token")]
+    figures["first_token_ms"] = round(statistics.median(first), 1) if first else None  # every answered line
     long = [q for q in questions if q.get("long_section")]
     figures["long_answer_facts_all"] = answer_score.score(answer_score.expand(long), answers)["answer_facts_all"] \
         if long else None
@@ -97,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ingest", action="store_true", help="ingest each set into its collection first")
     ap.add_argument("--no-answers", action="store_true", help="retrieval only")
     ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--answer-questions", choices=("all", "long"), default="all",
+                    help="which single questions are answered (long: the long_section ones)")
+    ap.add_argument("--followup-sets", help="comma-separated set names whose conversations are asked (default: all)")
     args = ap.parse_args(argv)
     score = load_module("score", args.score)
     answer_score = load_module("answer_score", args.answer_score)
@@ -113,16 +121,19 @@ def main(argv: list[str] | None = None) -> int:
             fieldguide("ingest", str(folder / "docs"), "--collection", collection)
         questions = load_jsonl(folder / "questions.jsonl")
         followups = load_jsonl(folder / "followups.jsonl") if (folder / "followups.jsonl").exists() else []
+        if args.followup_sets is not None and name not in args.followup_sets.split(","):
+            followups = []
         results = args.out / f"{name}.retrieve.jsonl"
         fieldguide("retrieve", "--batch", str(folder / "questions.jsonl"), "--collection", collection, *options,
                    out=results)
         row = {"set": name, **retrieval_figures(score, questions, load_jsonl(results))}
         if not args.no_answers:
+            answered = [q for q in questions if args.answer_questions == "all" or q.get("long_section")]
             asked = args.out / f"{name}.ask-input.jsonl"
-            asked.write_text("".join(json.dumps(q) + "\n" for q in questions + followups), encoding="utf-8")
+            asked.write_text("".join(json.dumps(q) + "\n" for q in answered + followups), encoding="utf-8")
             answers = args.out / f"{name}.answers.jsonl"
             fieldguide("ask", "--batch", str(asked), "--collection", collection, *options, out=answers)
-            row.update(answer_figures(answer_score, questions, followups, load_jsonl(answers)))
+            row.update(answer_figures(answer_score, answered, followups, load_jsonl(answers)))
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(json.dumps(mean_line(rows)), flush=True)
