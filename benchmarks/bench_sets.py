@@ -48,13 +48,19 @@ def collection_name(name: str) -> str:
     return "Bench" + "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", name) if part)
 
 
-def fieldguide(*args: str, out: Path | None = None) -> None:
-    """Runs one fieldguide command of this checkout; its stdout goes to `out`."""
+def fieldguide(*args: str, out: Path | None = None, lines: int | None = None) -> None:
+    """Runs one fieldguide command of this checkout; its stdout goes to `out`. A command that fails
+    after writing all `lines` of its output (a crash while the process exits) is reported and its
+    output kept."""
     command = [sys.executable, "-m", "fieldguide.cli", *args]
     with (out.open("w", encoding="utf-8") if out else open(Path("/dev/null"), "w")) as sink:
         done = subprocess.run(command, stdout=sink, cwd=ROOT)
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(args[:2])} failed with status {done.returncode}")
+        written = len(load_jsonl(out)) if out and lines is not None else -1
+        if written != lines:
+            raise SystemExit(f"{' '.join(args[:2])} failed with status {done.returncode}")
+        print(f"{' '.join(args[:2])} exited with status {done.returncode} after writing all {lines} lines",
+              file=sys.stderr)
 
 
 def retrieval_figures(score, questions: list[dict], lines: list[dict]) -> dict:
@@ -132,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             asked = args.out / f"{name}.ask-input.jsonl"
             asked.write_text("".join(json.dumps(q) + "\n" for q in answered + followups), encoding="utf-8")
             answers = args.out / f"{name}.answers.jsonl"
-            fieldguide("ask", "--batch", str(asked), "--collection", collection, *options, out=answers)
+            turns = len(answered) + sum(len(c["turns"]) for c in followups)
+            fieldguide("ask", "--batch", str(asked), "--collection", collection, *options, out=answers, lines=turns)
             row.update(answer_figures(answer_score, answered, followups, load_jsonl(answers)))
         rows.append(row)
         print(json.dumps(row), flush=True)
