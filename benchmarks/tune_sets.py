@@ -11,7 +11,9 @@ the first, as in `fieldguide ask`). Per set and setting one JSON line: score.py'
 section_mrr, facts_all on the `long_section` questions, and the share of those whose key facts
 all land in the quoted evidence (`long_quoted`); for conversations, the second turns'
 context_facts_all (answer_score.py's rule: headings and text) and the share quoted
-(`turn2_quoted`); the median evidence time. Then one `"set": "mean"` line: defaults are read
+(`turn2_quoted`); the median evidence time, and the median time from a single question to its
+evidence (`evidence_ready_p50_ms`: retrieval and evidence, what the first token waits for; compare
+two checkouts only when run side by side, in fresh processes: sentence vectors are cached). Then one `"set": "mean"` line: defaults are read
 off that line, never off one set. `--show` prints each second turn and long-section question
 that misses a fact: the standalone question, the context's sections and the facts not found.
 
@@ -83,9 +85,13 @@ def describe(kind: str, item_id: str, state: dict, facts: list[str], missing: li
 def measure(score, answer_score, graph, resources, questions, followups, overrides, show) -> dict:
     from fieldguide.retrieval import result_line
 
-    lines, long_quoted, evidence_ms, shown = [], [], [], []
+    import time
+
+    lines, long_quoted, evidence_ms, shown, ready_ms = [], [], [], [], []
     for q in questions:
+        start = time.perf_counter()
         state = run_turns(graph, resources, [q["question"]], overrides)[0]
+        ready_ms.append((time.perf_counter() - start) * 1000.0)
         lines.append(result_line(q["id"], state, 0.0))
         evidence_ms.append((state.get("timings_ms") or {}).get("evidence", 0.0))
         if q.get("long_section") and q.get("answerable", True):
@@ -123,6 +129,8 @@ def measure(score, answer_score, graph, resources, questions, followups, overrid
         row["turn2_context_facts_all"] = round(sum(context_ok) / len(context_ok), 3)
         row["turn2_quoted"] = round(sum(quoted_ok) / len(quoted_ok), 3)
     row["evidence_p50_ms"] = round(statistics.median(evidence_ms), 1) if evidence_ms else None
+    # what the first token waits for: retrieval and the evidence, which generate streams first
+    row["evidence_ready_p50_ms"] = round(statistics.median(ready_ms), 1) if ready_ms else None
     for line in shown:
         print(line, file=sys.stderr)
     return row
