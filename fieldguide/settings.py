@@ -103,6 +103,9 @@ class Settings(BaseSettings):
         "margin of its off-topic probes) below the best one; unset: no window.")
     max_chunks: int = 4
     context_token_budget: int = Field(800, description="Tokens of context after reassembly (embedding tokenizer).")
+    section_token_budget: int = Field(
+        2400, description="Tokens a split section that dominates the kept chunks may fill with its own remaining "
+        "parts once the context budget is spent (0: no more than the context budget).")
     hybrid_alpha: float | None = Field(None, description="Use hybrid (BM25+vector) search with this alpha.")
     screen_k: int = Field(
         0, description="Screen-only candidates searched in addition to search_k for questions the wording "

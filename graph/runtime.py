@@ -82,6 +82,9 @@ class QueryOptions(BaseModel):
         None, ge=1, le=1000, description="Most chunks kept after reranking.")
     context_token_budget: Annotated[int | None, PublicLimit("public_max_context_token_budget")] = Field(
         None, ge=1, le=100_000, description="Tokens of context after reassembly (embedding tokenizer).")
+    section_token_budget: Annotated[int | None, PublicLimit("public_max_context_token_budget")] = Field(
+        None, ge=0, le=100_000, description="Tokens a split section that dominates the kept chunks may fill with "
+        "its own remaining parts once the context budget is spent (0: no more than the context budget).")
     hybrid_alpha: float | None = Field(
         None, ge=0.0, le=1.0, description="Hybrid (BM25 + vector) search with this alpha; unset: vector search.")
     max_answer_tokens: Annotated[int | None, PublicLimit("public_max_answer_tokens")] = Field(

@@ -11,8 +11,9 @@ embed, search, rerank, evidence and the check read instead of the raw question.
   "What about", ...; it points back with "it", "them", "that way", ...; or it names almost
   nothing itself) gets the topic of the previous turn carried over, after " — about: ":
   the heading of the section the previous answer was drawn from, which names that topic
-  in the docs' own words (the previous question's key terms when it had no answer). Any
-  other question stands as asked. Carrying the previous question's own words instead drew
+  in the docs' own words (the previous question's key terms when it had no answer), and the
+  name of its page when that names something few chunks of the index mention (`page_name`).
+  Any other question stands as asked. Carrying the previous question's own words instead drew
   retrieval back to the previous answer's section: follow-ups tend to move to a
   neighbouring one (docs/BENCHMARKS.md, "Follow-ups").
 * `auto` (the default) is `model` when the chat model is an OpenAI-compatible endpoint and
@@ -30,6 +31,7 @@ from langchain_core.runnables import RunnableConfig
 
 from fieldguide.content_words import STOPWORDS, stem, terms
 from fieldguide.headings import breadcrumb
+from fieldguide.words import words
 from graph.runtime import Stopwatch, options_for, resources_for
 from prompts.loader import condense_message, load_prompt
 
@@ -51,12 +53,23 @@ _POINTS_BACK = re.compile(
     r"everyone|everybody|someone|somebody|anyone|anybody|nobody|people|all|each|one|none|week|month|year|day|"
     r"morning|evening|time|way)\b)[a-z]+[^s\W]\b|\bthough\b|"
     r"\b(?:that|this)\s*[?.!,]|\b(?:that|this) (?:on|off|up|down|back|out|away|again)\b|\bthe same\b|"
-    r"\bone of (?:them|those|these)\b|\b(?:too|as well|either|then|instead|also)\s*[?.!]*\s*$", re.IGNORECASE)
+    r"\bone of (?:them|those|these)\b|"
+    # "the most verbose one", "the other one", "the cheapest one": a choice among what the previous
+    # answer listed ("the team one shared login" is a number, not a choice)
+    r"\bthe (?:other|first|second|third|last|next|previous|same|new|old|default|[a-z]+est|(?:most|least) [a-z]+) "
+    r"one\b(?![\w-])|\b(?:too|as well|either|then|instead|also)\s*[?.!]*\s*$", re.IGNORECASE)
 _THERE_IS = re.compile(r"\bthere (?:is|are|was|were|will|'s)\b|\b(?:is|are|was|were) there\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 MIN_OWN_TERMS = 2  # a question naming fewer terms than this leans on the conversation
 QUESTION_WORDS = frozenset("anyway anymore else instead please maybe possible".split())
 ABOUT = " — about: "  # joins a follow-up to the topic carried over from the previous turn
+# A page name is carried beside the heading only when its rarest word is in at most this share of
+# the index's chunks: "logging", "ntp", "remediation sync" name a page; "budgeting", "accounts"
+# name what the whole product is about, and carried along they make every section of that topic
+# look alike (docs/BENCHMARKS.md, "Follow-ups on docs nobody tuned for").
+PAGE_NAME_DF_SHARE = 0.02
+_GENERIC_PAGES = frozenset("index readme intro introduction overview".split())
+_NUMBER_PREFIX = re.compile(r"^\d+\s*")
 
 
 def own_part(standalone: str) -> str:
@@ -130,14 +143,42 @@ def condense_with_model(model, history: list[str], question: str, config) -> str
     return reply.content if isinstance(reply.content, str) else str(reply.content)
 
 
-def answered_from(previous_context: list[dict]) -> list[str]:
-    """The heading of the previous turn's best-ranked block (its context is still in the state):
-    the section's own heading only. The headings above it name its page ("Booking form >
-    Fields"), and carried along they pull retrieval back to that page, where "And what does
-    it cost?" after a question on the Skipper field has its answer on the pricing page."""
+def page_name(source: str) -> str:
+    """What a page's file is called, as words: "02.content/4.import-export.md" is "import export",
+    "console/remediation_sync.mdx" "remediation sync"; an index or readme page takes its folder's name."""
+    parts = [p for p in (source or "").replace("\\", "/").split("/") if p]
+    if not parts:
+        return ""
+    name = parts[-1].rsplit(".", 1)[0] if "." in parts[-1] else parts[-1]
+    if name.lower() in _GENERIC_PAGES and len(parts) > 1:
+        name = parts[-2]
+    return _NUMBER_PREFIX.sub("", " ".join(re.split(r"[-_.\s]+", name))).strip()
+
+
+def answered_from(previous_context: list[dict], document_frequency=None, documents: int = 0) -> list[str]:
+    """The topic of the previous turn's best-ranked block (its context is still in the state): the
+    section's own heading, and its page's name when that is rare in the index.
+
+    The headings above the section name its page too ("Booking form > Fields"), and carried
+    along they pull retrieval back to that page, where "And what does it cost?" after a question
+    on the Skipper field has its answer on the pricing page. But a section's own heading often
+    names its topic only on its page: "How It Works", "Manual", an option called "level" under
+    "Options" on a page whose title lives in its front matter. There the file's name says what the
+    page is about ("remediation sync", "triggers", "logging"), and it is carried when few chunks
+    of the index (`PAGE_NAME_DF_SHARE`) hold its rarest word; `document_frequency` (word -> chunks)
+    and `documents` are the index's term statistics (no page name without them)."""
     ranked = sorted((b for b in previous_context if b.get("rerank_score") is not None),
                     key=lambda b: -float(b["rerank_score"]))
-    return list(ranked[0].get("heading_path") or [])[-1:] if ranked else []
+    if not ranked:
+        return []
+    topic = list(ranked[0].get("heading_path") or [])[-1:]
+    page = page_name(ranked[0].get("source") or "")
+    if page and document_frequency is not None and documents > 0 \
+            and page.lower() not in breadcrumb(topic).lower():
+        rarest = min((document_frequency.get(w, 0) for w in words(page.lower())), default=documents)
+        if rarest <= PAGE_NAME_DF_SHARE * documents:
+            topic.append(page)
+    return topic
 
 
 def uses_model(mode: str, chat_provider: str | None) -> bool:
@@ -163,7 +204,10 @@ def condense(state: dict, config: RunnableConfig = None) -> dict:
                 if rewrite is not None:
                     standalone, how = rewrite, "model"
             if how == "none":
-                standalone, how = condense_by_rules(question, previous, answered_from(state.get("context") or []))
+                stats = resources.term_stats
+                topic = answered_from(state.get("context") or [], stats.document_frequency if stats else None,
+                                      stats.documents if stats else 0)
+                standalone, how = condense_by_rules(question, previous, topic)
     # The condense node opens the turn: timings and stages start fresh here.
     return {"standalone_question": standalone, "condensed_by": how, "timings_ms": {"condense": sw.ms},
             "stages": {}, "abstain": False, "answer": "", "citations": [], "sentences": [],

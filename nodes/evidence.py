@@ -23,6 +23,12 @@ answer stays short. Words are counted as a reader counts an answer's length
 (`content_word_count`: no "the", no table pipes, no link targets), so the budget is the
 length limit itself: 120 per ask keeps the median answer within 120 words on any docs.
 
+A question that asks which things exist ("Which placeholders can I use ...?", "What are the
+different actions ...?"; `asks_for_a_list`) is answered by a list or a table, whose items rarely
+repeat the question's words: when a unit chosen for it is a list item or a table row, or
+announces one (ends with ":"), the whole list or table is quoted (up to `LIST_UNITS` units),
+within `LIST_BUDGET_FACTOR` times the word budget (docs/TUNING.md, "A dominant section").
+
 The evidence is known as soon as retrieval ends: generate streams it before the model's
 first token.
 """
@@ -51,6 +57,8 @@ EXTRA_ASK_SHARE = 0.25  # budget of each further ask, as a share of the first's
 ANNOUNCED_UNITS = 6  # list items or rows taken after a unit that ends with ":"
 ADJACENT_BONUS = 0.2  # for a unit right beside a chosen one in its paragraph, list or table
 COVERED_FACTOR = 0.3  # what a question term still counts once a chosen unit has it
+LIST_UNITS = 40  # most items or rows quoted as one whole list or table
+LIST_BUDGET_FACTOR = 2  # a whole list or table may fill this many times the word budget
 _POINTS_BACK = re.compile(
     r"^(?:[-*+]\s+|\d{1,3}[.)]\s+)?(?:\*\*|_)?(?:this|that|these|those|it|its|they|them|their|there|here|such|"
     r"then|also|otherwise|however|instead|in this case|in that case|to do so|once|after that|"
@@ -63,6 +71,54 @@ _WORDS = re.compile(r"[A-Za-z]{2,}")
 # joins it to the previous turn, not to a second ask.
 _ASK = re.compile(r"\?|(?<=[\w,;])\s+(?:and|or|also|but)\s+(?:how|where|what|which|when|why|who|whether|is|are|can|could|"
                   r"does|do|did|will|would|should|must)\b", re.IGNORECASE)
+
+
+# "Which placeholders ...", "What environment variables ...": which/what, then a plural within the
+# next three words, before any word that opens a clause. Verbs in -s after "what" ("What happens")
+# and words that only look plural ("status", "access") are not the things asked for.
+_WHICH = re.compile(r"\b(?:which|what)\s+((?:[\w-]+\s+){0,2}[\w-]+)", re.IGNORECASE)
+_LIST_FORMS = re.compile(r"\b(?:which|what)\s+(?:are|were)\s+(?:all\s+)?(?:the\s+)?|"
+                         r"\b(?:which|what)\s+(?:kinds?|types?|sorts?)\s+of\b|\blist\s+(?:of|all)\b|"
+                         r"\b(?:are there|exist|are available|are supported)\b", re.IGNORECASE)
+_CLAUSE_WORDS = frozenset("""a an the this that these those it its is are was were be do does did can could will would
+should shall may might must has have had i you we they he she my your our their one ones kind sort type one's""".split())
+_VERBS_IN_S = frozenset("""happens means does goes makes causes counts works gets takes needs shows says controls decides
+determines triggers stays runs applies wins looks holds sets lets tells changes allows belongs exists matters uses
+comes keeps puts sends starts stops""".split())
+
+
+def asks_for_a_list(question: str) -> bool:
+    """Whether the reader's own question asks which things exist or apply ("Which log levels can I
+    set?", "What are the different ...?", "What details does the log keep?") rather than for one thing."""
+    own = own_part(question)
+    if _LIST_FORMS.search(own):
+        return True
+    for match in _WHICH.finditer(own):
+        for word in match.group(1).lower().split():
+            if word in _CLAUSE_WORDS or word in _VERBS_IN_S:
+                break
+            if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+                return True
+    return False
+
+
+def whole_group(unit: Unit, units_of_block: list[Unit], continuation: list[Unit] | None = None) -> list[Unit]:
+    """The list or table `unit` belongs to, or the one it announces (it ends with ":"), with the
+    announcing unit: every item or row of it, up to `LIST_UNITS`, going on into the section's next
+    part when the list does. Empty when there is none."""
+    following = units_of_block[unit.position + 1:] or list(continuation or [])
+    if unit.kind in ("item", "row"):
+        members = [u for u in units_of_block if u.group == unit.group]
+        start = members[0].position
+        before = units_of_block[start - 1] if start > 0 else None
+        run = ([before] if before is not None and before.text.rstrip().endswith(":") else []) + members
+        if members[-1].position == len(units_of_block) - 1 and continuation and continuation[0].kind == unit.kind:
+            run += [u for u in continuation if u.group == continuation[0].group]
+    elif unit.text.rstrip().endswith(":") and following and following[0].kind in ("item", "row"):
+        run = [unit] + [u for u in following if u.group == following[0].group and u.block == following[0].block]
+    else:
+        return []
+    return run[:LIST_UNITS + 1]
 
 
 def asks(question: str) -> int:
@@ -189,14 +245,17 @@ def neighbours(unit: Unit, units_of_block: list[Unit], continuation: list[Unit] 
     return run
 
 
-def choose(scored: list[ScoredUnit], word_budget: int, continues: dict[int, int] | None = None) -> list[Unit]:
+def choose(scored: list[ScoredUnit], word_budget: int, continues: dict[int, int] | None = None,
+           whole_lists: bool = False) -> list[Unit]:
     """The units to quote, in document order.
 
     Greedy: the best unit with its neighbours, then the best of the rest, where a question
     term that the chosen units already cover counts less, so that a question in two parts
     gets both parts. Stops at the word budget, at `MAX_PASSAGES` passages, or when the best
     remaining unit scores under `KEEP_RATIO` of the first. `continues` maps a block to the
-    block holding its section's next part.
+    block holding its section's next part. With `whole_lists` (the question asks which things
+    exist) a chosen item, row or unit announcing a list brings its whole list or table, within
+    `LIST_BUDGET_FACTOR` times the budget.
     """
     continues = continues or {}
     candidates = [s for s in scored if substantive(s.unit)]
@@ -225,10 +284,11 @@ def choose(scored: list[ScoredUnit], word_budget: int, continues: dict[int, int]
         elif value < KEEP_RATIO * first_best or passages_used >= MAX_PASSAGES:
             break
         after = by_block.get(continues[item.unit.block]) if item.unit.block in continues else None
-        run = [u for u in neighbours(item.unit, by_block[item.unit.block], after)
+        whole = whole_group(item.unit, by_block[item.unit.block], after) if whole_lists else []
+        run = [u for u in (whole or neighbours(item.unit, by_block[item.unit.block], after))
                if (u.block, u.position) not in chosen]
         cost = sum(unit_words(u) for u in run)
-        if chosen and used + cost > word_budget:
+        if chosen and used + cost > word_budget * (LIST_BUDGET_FACTOR if whole else 1):
             continue
         adjacent = any((u.block, u.position + d) in chosen for u in run for d in (-1, 1))
         passages_used += 0 if adjacent else 1
@@ -293,7 +353,8 @@ def select_evidence(question: str, blocks: list[dict], word_budget: int, questio
     if not units:
         return []
     vectors = embed_texts([embedding_text(u) for u in units]) if embed_texts is not None else None
-    return choose(score_units(question, units, blocks, question_vector, vectors), word_budget, next_parts(blocks))
+    return choose(score_units(question, units, blocks, question_vector, vectors), word_budget, next_parts(blocks),
+                  asks_for_a_list(question))
 
 
 def next_parts(blocks: list[dict]) -> dict[int, int]:

@@ -4,7 +4,7 @@ A chunk that is one part of a split section ("part 2 of 3") is never handed to t
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the candidate parent intros come from the store in one round trip
 (`store.reassembly_parts`). Budget (`context_token_budget`, in the embedding tokenizer's tokens
-as stored in `token_count`) is spent in four passes:
+as stored in `token_count`) is spent in four passes, and a fifth may go beyond it:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
 2. their siblings, section by section in rank order, nearest part to a hit first;
@@ -14,7 +14,13 @@ as stored in `token_count`) is spent in four passes:
    settings") while the hit is the child below it. The intro is placed right before
    the child's section and marked `context_role: "parent_intro"`;
 4. subsections of kept sections that the cut left out (`below_cut`, `nodes.cap`), best first,
-   each only if it fits, placed after their section and marked `context_role: "subsection"`.
+   each only if it fits, placed after their section and marked `context_role: "subsection"`;
+5. when one split section dominates the kept chunks (`dominant_section`: it holds more of them
+   than any other section still missing parts, and at least half), its remaining parts, nearest a kept one first,
+   while the whole context stays within `section_token_budget`. A long reference section
+   (an option table, a step list of a dozen parts) is what such a question is about, and
+   four parts of twelve leave its facts out as often as not; the parts come after everything
+   the context budget bought, so they never displace it (docs/TUNING.md, "A dominant section").
 
 Parts that do not fit are recorded in `gaps` (read from the blocks by `ingest.parts`, as the
 prompt reads where to mark them). Parts
@@ -76,7 +82,8 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
             context, gaps = assemble(
                 hits + (state.get("below_cut") or []), state.get("search_results") or [], options.context_token_budget,
                 lambda group_id: parts.get(group_id, []),
-                (lambda requests: [by_parent.get((s, tuple(p), label)) for s, p, _, label in requests]) if wanted else None)
+                (lambda requests: [by_parent.get((s, tuple(p), label)) for s, p, _, label in requests]) if wanted else None,
+                options.section_token_budget)
         else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
             context = [to_block(hit) for hit in hits]
             gaps = section_gaps(context)
@@ -105,8 +112,27 @@ def parent_key(record: dict) -> tuple[str, tuple[str, ...], str | None] | None:
     return None
 
 
+def dominant_section(hits: list[dict], whole: set[str] | frozenset = frozenset()) -> str | None:
+    """The group id of the split section that holds more of the kept hits than any other section
+    still missing parts, and at least half of all kept hits; None when no split section does.
+    Sections in `whole` are already complete: they need no budget, so they do not compete for it
+    (their hits still count among all kept hits). Subsections below the cut are no kept hits."""
+    kept = [h for h in hits if not h.get("below_cut")]
+    counts: dict[str, int] = {}
+    for hit in kept:
+        if hit["group_id"] not in whole and int(hit.get("part_count") or 1) > 1:
+            counts[hit["group_id"]] = counts.get(hit["group_id"], 0) + 1
+    if not counts:
+        return None
+    ranked = sorted(counts.values(), reverse=True)
+    gid = max(counts, key=lambda g: counts[g])  # the first of the most held, in rank order
+    if 2 * counts[gid] < len(kept) or (len(ranked) > 1 and ranked[1] == ranked[0]):
+        return None
+    return gid
+
+
 def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
-             section_intros=None) -> tuple[list[dict], list[dict]]:
+             section_intros=None, section_budget: int = 0) -> tuple[list[dict], list[dict]]:
     """Pure reassembly: ranked hits + a part fetcher (+ a parent intro fetcher) -> (context blocks, gaps)."""
     scored = {c["chunk_id"]: c for c in pool}
     scored.update({h["chunk_id"]: h for h in hits})
@@ -133,17 +159,8 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             used += cost
     # Pass 2: siblings, nearest a hit first.
     for gid, parts in groups.items():
-        if not chosen[gid]:
-            continue
-        anchors = sorted(chosen[gid])
-        by_index = {int(p["part_index"]): p for p in parts}
-        order = sorted((i for i in by_index if i not in chosen[gid]),
-                       key=lambda i: (min(abs(i - a) for a in anchors), i))
-        for index in order:
-            cost = token_cost(by_index[index])
-            if used + cost <= budget:
-                chosen[gid].add(index)
-                used += cost
+        if chosen[gid]:
+            used = _fill_section(parts, chosen[gid], used, budget)
 
     # Pass 3: parent intros.
     intros = parent_intros(groups, chosen, budget - used, section_intros) if section_intros else {}
@@ -156,6 +173,11 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             chosen[gid].add(index)
             used += token_cost(hit)
             below[gid] = hit
+    # Pass 5: the rest of a dominant split section, within the section budget.
+    whole = {gid for gid, parts in groups.items() if len(chosen[gid]) == len(parts)}
+    dominant = dominant_section(hits, whole) if section_budget > budget else None
+    if dominant is not None and chosen[dominant]:
+        used = _fill_section(groups[dominant], chosen[dominant], used, section_budget)
 
     context = []
     for gid, parts in groups.items():
@@ -177,6 +199,20 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     for hit in below.values():  # each right after the last block of the section it belongs to
         context.insert(after_section(context, hit), {**to_block(hit), "context_role": "subsection"})
     return context, section_gaps(context)
+
+
+def _fill_section(parts: list[dict], chosen: set[int], used: int, budget: int) -> int:
+    """Adds to `chosen` the section's other parts, nearest a chosen one first, each while the
+    context stays within `budget`; returns the tokens used after."""
+    anchors = sorted(chosen)
+    by_index = {int(p["part_index"]): p for p in parts}
+    order = sorted((i for i in by_index if i not in chosen), key=lambda i: (min(abs(i - a) for a in anchors), i))
+    for index in order:
+        cost = token_cost(by_index[index])
+        if used + cost <= budget:
+            chosen.add(index)
+            used += cost
+    return used
 
 
 def under_section(record: dict, section: dict) -> bool:

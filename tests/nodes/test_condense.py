@@ -5,7 +5,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from fakes import config_for, make_resources
-from nodes.condense import condense, condense_by_rules, leans_on_previous, trusted_rewrite
+from nodes.condense import answered_from, condense, condense_by_rules, leans_on_previous, page_name, trusted_rewrite
 
 PREVIOUS_CONTEXT = [{"chunk_id": "x", "source": "budgeting/categories.md", "rerank_score": 0.8,
                      "heading_path": ["Categories", "Renaming or Deleting a Category"], "text": "..."},
@@ -26,6 +26,8 @@ PREVIOUS_CONTEXT = [{"chunk_id": "x", "source": "budgeting/categories.md", "rera
     "Can I also use that to compare today with yesterday?",
     "Could that folder live on another disk?",
     "Can I export that path view as an image?",
+    "Is the most verbose one OK to leave on in production?",
+    "Does the other one keep my settings?",
 ])
 def test_questions_that_lean_on_the_previous_turn(question):
     assert leans_on_previous(question)
@@ -38,6 +40,8 @@ def test_questions_that_lean_on_the_previous_turn(question):
     "Where can I set a greeting that everyone sees on the sign-in page?",
     "Is there a setting that hides archived accounts?",
     "When I compare this week with last year, do the weekdays line up?",
+    "Where do I enter the one-time password from my authenticator app?",
+    "Can I give everyone in the team one shared login?",
 ])
 def test_questions_that_stand_on_their_own(question):
     assert not leans_on_previous(question)
@@ -104,3 +108,43 @@ def test_an_unknown_condense_mode_is_a_clear_error():
 
     with pytest.raises(InvalidOption, match="option condense: .*'auto', 'model', 'rules' or 'off'"):
         condense(follow_up_state(), config_for(make_resources([]), condense="sometimes"))
+
+
+def test_a_page_is_named_by_its_file():
+    assert page_name("02.content/4.import-export.md") == "import export"
+    assert page_name("console/remediation_sync.mdx") == "remediation sync"
+    assert page_name("budgeting/index.md") == "budgeting"  # an index page: its folder's name
+    assert page_name("faq.md") == "faq"
+    assert page_name("") == ""
+
+
+OPTION_CONTEXT = [{"chunk_id": "o", "source": "miscellaneous/logging.md", "rerank_score": 0.9,
+                   "heading_path": ["Options", "level"], "text": "..."},
+                  {"chunk_id": "p", "source": "miscellaneous/ntp.md", "rerank_score": 0.4,
+                   "heading_path": ["Options", "address"], "text": "..."}]
+
+
+def test_the_page_name_is_carried_beside_a_heading_when_few_chunks_mention_it():
+    """An option called "level" names its topic only on its page; the page's file name says what
+    it is about, and is carried when its rarest word is rare in the index, not when it names what
+    the whole product is about (it would make every section of that topic look alike)."""
+    assert answered_from(OPTION_CONTEXT) == ["level"]  # no term statistics: the heading alone
+    assert answered_from(OPTION_CONTEXT, {"logging": 3}, 1000) == ["level", "logging"]
+    assert answered_from(OPTION_CONTEXT, {"logging": 300}, 1000) == ["level"]
+    assert answered_from(OPTION_CONTEXT, {}, 1000) == ["level", "logging"]  # in no chunk's words at all
+    # a heading that already says it carries no page name twice
+    said = [{**OPTION_CONTEXT[0], "heading_path": ["Logging"]}]
+    assert answered_from(said, {"logging": 3}, 1000) == ["Logging"]
+    assert answered_from([], {"logging": 3}, 1000) == []
+
+
+def test_the_node_carries_the_page_name_from_the_index_term_statistics():
+    from fieldguide.bm25 import TermStats
+
+    resources = make_resources([], chat_model=None)
+    resources._term_stats = TermStats(1000, 50.0, {"logging": 4, "level": 40})
+    state = {**follow_up_state("Is the most verbose one OK to leave on in production?"),
+             "standalone_question": "Which log levels can I set?", "context": OPTION_CONTEXT}
+    update = condense(state, config_for(resources))
+    assert update["standalone_question"] == (
+        "Is the most verbose one OK to leave on in production? — about: level > logging")

@@ -2,8 +2,8 @@
 neighbours that complete it."""
 from fakes import FakeEmbeddings
 from nodes.condense import condense_by_rules
-from nodes.evidence import (asks, choose, evidence_budget, evidence_markdown, score_units, select_evidence,
-                            unit_words)
+from nodes.evidence import (asks, asks_for_a_list, choose, evidence_budget, evidence_markdown, score_units,
+                            select_evidence, unit_words)
 from nodes.quotable import context_units, split_sentences, split_units
 
 TABLE_DOC = """## Booking form fields
@@ -159,3 +159,53 @@ def test_the_budget_counts_the_words_a_reader_counts():
     assert content_word_count("设置页面") == 4
     row = next(u for u in split_units(TABLE_DOC, label="Form") if u.kind == "row")
     assert row.kind == "row" and unit_words(row) == content_word_count(row.text) < len(row.text.split())
+
+
+ACTIONS_DOC = """## Mail rule actions
+
+After the attachments are consumed, the rule does one of these to the mail:
+
+- Delete: Immediately deletes the mail.
+- Move to folder: Moves the mail to a folder you name.
+- Mark as read: Marks the mail as read and leaves it where it is.
+- Flag: Sets a flag on the mail.
+- Tag: Adds a tag you choose.
+- Archive: Moves the mail to the archive.
+- Forward: Sends the mail on to an address.
+- Keep: Leaves the mail untouched.
+
+The default action is the mildest one.
+"""
+
+
+def test_a_question_for_which_things_exist_is_told_from_one_for_a_single_thing():
+    for question in ("Which placeholders can I use in the filename format?",
+                     "What environment variables control the machine-learning container?",
+                     "What are the different things a rule can do to a mail?",
+                     "Which log levels can I set?", "What details does the activity log keep?",
+                     "Are there other layouts available?",
+                     "And which file types for exporting? \u2014 about: Import Items"):
+        assert asks_for_a_list(question), question
+    for question in ("What happens to the money in it?", "What does the Global Stream show?", "Which one wins?",
+                     "What is the difference between the two?", "How do I delete a category?",
+                     "What status does it get?", "What permission controls who I can mention?",
+                     "Why is it off? \u2014 about: Options and settings"):  # the carried topic asks nothing
+        assert not asks_for_a_list(question), question
+
+
+def test_a_list_question_gets_the_whole_list_and_a_single_question_its_best_items():
+    blocks = [block(ACTIONS_DOC, heading=("Mail", "Mail rule actions"))]
+    whole = [u.text for u in select_evidence("What are the different actions a mail rule can take?", blocks, 20)]
+    assert whole[0].endswith("one of these to the mail:")
+    assert [t.split(":")[0] for t in whole[1:]] == ["- Delete", "- Move to folder", "- Mark as read", "- Flag", "- Tag",
+                                                 "- Archive", "- Forward", "- Keep"]
+    one = [u.text for u in select_evidence("How do I get a mail rule to mark the mail as read?", blocks, 20)]
+    assert "- Mark as read: Marks the mail as read and leaves it where it is." in one
+    assert not any(t.startswith("- Tag") for t in one)
+
+
+def test_a_whole_table_is_quoted_with_its_header_for_a_list_question():
+    blocks = [block(TABLE_DOC, heading=("Booking form fields",))]
+    units = select_evidence("Which fields does the booking form hold?", blocks, 10)
+    assert [u.kind for u in units].count("row") == 3
+    assert "| Field | What it holds |" in evidence_markdown(units)

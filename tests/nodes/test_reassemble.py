@@ -163,3 +163,51 @@ def test_a_subsection_below_the_cut_never_displaces_a_sibling_part_or_a_parent_i
     below = subsections_below_cut(kept, kept + [hit(sub, rerank_score=0.3)], limit=2)
     context, _ = assemble(kept + below, [], 20, parts_of(parts))
     assert [b["chunk_id"] for b in context] == ["g-p1", "g-p2"]  # the sibling part first
+
+
+def test_a_dominant_split_section_fills_the_section_budget_with_its_other_parts():
+    """Four parts of twelve leave a long reference section's facts out: when one split section holds
+    most of the kept hits, its remaining parts come in beyond the context budget, up to the section
+    budget, after everything the context budget bought."""
+    long = split_section("long", [f"part {i}" for i in range(1, 9)], token_count=10)
+    other = record("other", "elsewhere", token_count=10)
+    hits = [hit(long[4], rerank_score=0.9), hit(long[5], rerank_score=0.85), hit(other, rerank_score=0.8)]
+    context, gaps = assemble(hits, [], 40, parts_of(long + [other]))
+    assert [b["chunk_id"] for b in context] == ["long-p4", "long-p5", "long-p6", "other"]  # the budget alone
+    context, gaps = assemble(hits, [], 40, parts_of(long + [other]), section_budget=70)
+    # 30 more tokens: the three parts nearest the kept ones (3 and 7, then 2)
+    assert [b["chunk_id"] for b in context] == [f"long-p{i}" for i in range(2, 8)] + ["other"]
+    assert gaps == [{"group_id": "long", "missing_parts": [1, 8], "part_count": 8}]
+    context, gaps = assemble(hits, [], 40, parts_of(long + [other]), section_budget=1000)
+    assert [b["chunk_id"] for b in context] == [f"long-p{i}" for i in range(1, 9)] + ["other"] and gaps == []
+
+
+def test_no_section_dominates_when_hits_are_spread_or_the_section_is_not_split():
+    from nodes.reassemble import dominant_section
+
+    a = split_section("a", ["a1", "a2", "a3"], token_count=10)
+    b = split_section("b", ["b1", "b2", "b3"], token_count=10)
+    single = record("s", "alone", token_count=10)
+    assert dominant_section([hit(a[0]), hit(a[1]), hit(b[0])]) == "a"
+    assert dominant_section([hit(a[0])]) == "a"  # the only section kept
+    assert dominant_section([hit(a[0]), hit(b[0])]) is None  # a tie: nothing stands out
+    assert dominant_section([hit(a[0]), hit(b[0])], whole={"a"}) == "b"  # a complete section needs no budget
+    assert dominant_section([hit(a[0]), hit(a[1]), hit(b[0]), hit(b[1])], whole={"a"}) == "b"  # still half
+    assert dominant_section([hit(a[0]), hit(b[0]), hit(single)]) is None  # under half
+    assert dominant_section([hit(single), hit(a[0])]) == "a"  # an unsplit section is complete already
+    assert dominant_section([hit(single), hit(record("t", "too", token_count=10)), hit(a[0])]) is None
+    assert dominant_section([hit(single)]) is None  # nothing split: nothing to complete
+    # a subsection below the cut is no kept hit
+    assert dominant_section([hit(a[0]), {**hit(b[0]), "below_cut": True}, {**hit(b[1]), "below_cut": True}]) == "a"
+    context, _ = assemble([hit(a[0]), hit(b[0])], [], 20, parts_of(a + b), section_budget=1000)
+    assert [blk["chunk_id"] for blk in context] == ["a-p1", "b-p1"]
+
+
+def test_the_node_passes_the_section_budget_and_zero_switches_it_off():
+    records = split_section("g", [f"part {i}" for i in range(1, 7)], token_count=10)
+    resources = make_resources(records)
+    state = {"cap_results": [hit(records[2]), hit(records[3])], "search_results": []}
+    update = reassemble(state, config_for(resources, context_token_budget=30, section_token_budget=60))
+    assert [b["part_index"] for b in update["context"]] == [1, 2, 3, 4, 5, 6]
+    update = reassemble(state, config_for(resources, context_token_budget=30, section_token_budget=0))
+    assert [b["part_index"] for b in update["context"]] == [2, 3, 4]
