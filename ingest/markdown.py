@@ -105,7 +105,10 @@ def decode_markdown(raw: bytes, source: str) -> tuple[str, list[str]]:
 def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> tuple[dict, int]:
     """(front matter, first body line). Only a leading `---` block that YAML reads as a non-empty
     mapping is front matter. Any other leading `---` block (a thematic break or a setext
-    underline under CommonMark, e.g. `---` / `Foo` / `---`) stays in the body as content."""
+    underline under CommonMark, e.g. `---` / `Foo` / `---`) stays in the body as content.
+    Hugo's TOML front matter (`+++` … `+++`) is read the same way."""
+    if lines and lines[0].rstrip() == "+++":
+        return _toml_front_matter(lines, source, warnings)
     if not lines or lines[0].rstrip() != "---":
         return {}, 0
     for index in range(1, len(lines)):
@@ -124,6 +127,22 @@ def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> t
                 return {}, 0  # not front matter: CommonMark content (thematic breaks, headings)
             return data, index + 1
     return {}, 0  # an opening `---` with no closing line is a thematic break, not front matter
+
+
+def _toml_front_matter(lines: list[str], source: str, warnings: list[str]) -> tuple[dict, int]:
+    """A leading `+++` block that TOML reads as a non-empty table is front matter; anything else
+    (a line of plus signs in prose) stays in the body."""
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() == "+++":
+            import tomllib
+
+            try:
+                data = tomllib.loads("\n".join(lines[1:index]))
+            except tomllib.TOMLDecodeError as exc:
+                warnings.append(f"{source}: the leading +++ block is not valid TOML ({exc}); its lines are kept as content")
+                return {}, 0
+            return (data, index + 1) if data else ({}, 0)
+    return {}, 0
 
 
 def _simple_front_matter(lines: list[str]) -> dict | None:
