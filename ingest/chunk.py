@@ -39,7 +39,7 @@ class Chunk:
     images: list[str] = field(default_factory=list)
     # The text as the rendered page reads (`ingest.dialects`): what is embedded, scored and
     # quoted. Equal to `text` where the chunk holds no construct of the docs' dialect.
-    reading: str = ""
+    reading: str | None = None  # None: not read (the text as written stands for it)
     # The page's title when only its front matter has one (no H1): the first crumb a reader sees.
     page_title: str = ""
     # Why content_kind was decided as it was: debugging aid, not part of the record.
@@ -49,7 +49,7 @@ class Chunk:
         record = {name: getattr(self, name) for name in RECORD_FIELDS}
         record["heading_path"] = list(self.heading_path)
         record["images"] = list(self.images)
-        if not record["reading"]:
+        if record["reading"] is None:
             record["reading"] = self.text
         return record
 

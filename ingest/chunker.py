@@ -114,20 +114,27 @@ class Chunker:
         counts = self.counter.count_pieces([docs[d].lines[i] for d, i in filled]
                                            + [readings[d].lines[i] for d, i in changed])
         line_tokens = [[0] * len(doc.lines) for doc in docs]
-        for (d, i), tokens in zip(filled + changed, counts):
+        for (d, i), tokens in zip(filled, counts):
+            line_tokens[d][i] = tokens
+        raw_tokens = [list(tokens) for tokens in line_tokens] if changed else line_tokens
+        for (d, i), tokens in zip(changed, counts[len(filled):]):
             line_tokens[d][i] = max(line_tokens[d][i], tokens)
-        return [ChunkedFile(source, file_sha256(raw), self.chunk_document(doc, source, tokens, reading), doc.warnings)
-                for (raw, source), doc, tokens, reading in zip(files, docs, line_tokens, readings)]
+        return [ChunkedFile(source, file_sha256(raw), self.chunk_document(doc, source, tokens, reading, own),
+                            doc.warnings)
+                for (raw, source), doc, tokens, reading, own in zip(files, docs, line_tokens, readings, raw_tokens)]
 
     def chunk_text(self, text: str, source: str = "doc.md") -> list[Chunk]:
         return self.chunk_bytes(text.encode("utf-8"), source).chunks
 
     # --------------------------------------------------------------- document
     def chunk_document(self, doc: ParsedDocument, source: str, line_tokens: list[int],
-                       reading: Reading | None = None) -> list[Chunk]:
+                       reading: Reading | None = None, raw_tokens: list[int] | None = None) -> list[Chunk]:
         """`line_tokens[i]`: tokens of line i. Every line is tokenized once; spans of whole
         lines are sums of their lines' counts (see split.py). `reading`: the document as the
-        site renders it (`ingest.dialects`); what is embedded and what decides the kind."""
+        site renders it (`ingest.dialects`); what is embedded and what decides the kind.
+        `raw_tokens`: the lines' own counts where `line_tokens` holds a longer reading's; the
+        splitter cuts the text as written by them (a part's reading is counted exactly after)."""
+        raw_tokens = raw_tokens if raw_tokens is not None else line_tokens
         settings = self.settings
         if reading is None:
             reading = read_lines(doc.lines, self.dialect, source, doc.body_start, keep_states=True)
@@ -144,6 +151,8 @@ class Chunker:
 
         pieces = hierarchical_chunks(doc, prefix, settings.merge_max_tokens, settings.merge_child_max_tokens)
         pieces = [p for p in (_trim(doc, p) for p in pieces) if p is not None]
+        if read_otherwise:
+            pieces = _fold_unseen(pieces, reading)
         has_h1 = any(h.level == 1 for h in doc.headings)
         doc_title = doc.title if not has_h1 else None
         if doc_title:
@@ -184,7 +193,7 @@ class Chunker:
                                     line_end=piece.end, text=text, embed_text=embed_text, reading=read,
                                     token_count=tokens, images=find_images(text), **common))
             else:
-                chunks.extend(self._split(doc, piece, text, line_tokens[piece.start:piece.end], breadcrumb, common,
+                chunks.extend(self._split(doc, piece, text, raw_tokens[piece.start:piece.end], breadcrumb, common,
                                           reading if dialectal else None, source))
         return chunks
 
@@ -205,7 +214,8 @@ class Chunker:
             labels = [part_label(i, count) for i in range(1, count + 1)]
             label_tokens = self.counter.count_pieces(labels)
             reads = [p.text if reading is None else read_fragment(
-                p.text, self.dialect, source, reading.states[piece.start + lines.line_at(p.start)]) for p in parts]
+                p.text, self.dialect, source, reading.states[piece.start + lines.line_at(p.start)],
+                partial_first=lines.offsets[lines.line_at(p.start)] != p.start) for p in parts]
             embed_texts = [f"{breadcrumb}\n\n{read}\n\n{label}" for read, label in zip(reads, labels)]
             counts = [fixed + p.tokens + n for p, n in zip(parts, label_tokens)]
             inexact = [i for i, (p, read) in enumerate(zip(parts, reads)) if p.approximate or read != p.text]
@@ -268,6 +278,27 @@ class Chunker:
         if self.counter.count_piece(crumbs[0]) > max_tokens:
             crumbs = [self._cut_to(crumbs[0], max_tokens)]
         return BREADCRUMB_SEPARATOR.join(crumbs)
+
+
+def _fold_unseen(pieces: list[HierarchicalChunk], reading: Reading) -> list[HierarchicalChunk]:
+    """A piece the rendered page shows nothing of (MDX `import` lines before the first heading)
+    joins the piece after it (else the one before): its lines stay in a chunk, and no chunk is
+    embedded, retrieved and quoted for nothing."""
+    folded: list[HierarchicalChunk] = []
+    carry: int | None = None
+    for index, piece in enumerate(pieces):
+        start = piece.start if carry is None else carry
+        if reading.text(piece.start, piece.end).strip():
+            folded.append(HierarchicalChunk(piece.chunk_type, piece.heading_path, start, piece.end))
+            carry = None
+        elif index + 1 < len(pieces):
+            carry = start
+        elif folded:
+            last = folded[-1]
+            folded[-1] = HierarchicalChunk(last.chunk_type, last.heading_path, last.start, piece.end)
+        else:
+            folded.append(HierarchicalChunk(piece.chunk_type, piece.heading_path, start, piece.end))
+    return folded
 
 
 def _any_between(sorted_lines: list[int], start: int, end: int) -> bool:

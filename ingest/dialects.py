@@ -66,7 +66,8 @@ _LABEL_ATTRIBUTES = ("title", "label", "text", "alt", "summary", "caption", "hea
 _INCLUDE_NAMES = frozenset({"partial", "include", "include_relative", "readfile", "snippet", "content",
                             "includemarkdown", "include-markdown", "embed", "readfile-md"})
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# A backtick fence's info string holds no backtick (CommonMark): "```{{x}}```." is a code span.
+_FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 _ATTR = re.compile(r"""([:\w.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|\{["'`]?([^}"'`]*)["'`]?\}|([^\s"'>}]+))""")
 _POSITIONAL = re.compile(r"""(?:^|\s)(?:"([^"]*)"|'([^']*)'|([^\s"'=]+))(?=\s|$)""")
 
@@ -207,7 +208,7 @@ _SIGNALS = {
                              r"^\s*<(?:Tabs|TabItem|Admonition|DocCardList)\b", re.MULTILINE),
     "mdc": re.compile(r"^\s*::[A-Za-z][\w-]*|(?<![\w:])::?[a-z][\w-]*\{[^}\n]*=", re.MULTILINE),
     "hugo": re.compile(r"\{\{[<%]\s*/?\s*[\w./-]+"),
-    "jekyll": re.compile(r"\{%-?\s*\w+|^\{:\s*[.#]", re.MULTILINE),
+    "jekyll": re.compile(r"(?<!\{)\{%-?\s*\w+|^\{:\s*[.#]", re.MULTILINE),  # not Hugo's {{% %}}
 }
 
 
@@ -316,8 +317,12 @@ class Reader:
         self.families = dialect.families
         self.source = source
 
-    def read(self, lines: list[str], state: ReadState | None = None, keep_states: bool = False) -> Reading:
+    def read(self, lines: list[str], state: ReadState | None = None, keep_states: bool = False,
+             partial_first: bool = False) -> Reading:
+        """`partial_first`: the first line is the end of a line (a part's overlap), whose missing
+        indentation closes nothing."""
         state = state or ReadState()
+        self._partial = partial_first
         containers = list(state.containers)
         out: list[str | None] = []
         states: list[ReadState] = []
@@ -327,6 +332,7 @@ class Reader:
                 states.append(replace(self._state, containers=tuple(containers)))
             self._out_length = len(out)  # the index this line's reading takes
             out.append(self._line(_expand(raw), raw, containers, out))
+            self._partial = False
         self._state.containers = tuple(containers)
         return Reading(out, states)
 
@@ -336,10 +342,10 @@ class Reader:
         if not self.families:
             return raw
         # indentation-based bodies (MkDocs admonitions and tabs): a line indented less closes them
-        if line.strip():
+        if line.strip() and not self._partial:
             while containers and containers[-1].kind == "indent" and _indent(line) < containers[-1].indent:
                 containers.pop()
-        body_indent = max((c.indent for c in containers if c.kind == "indent"), default=0)
+        body_indent = min(max((c.indent for c in containers if c.kind == "indent"), default=0), _indent(line))
         if not line.strip():
             return "" if body_indent else raw
         text = line[body_indent:] if body_indent else raw
@@ -351,6 +357,9 @@ class Reader:
             elif st.fence == "{%" and _LIQUID.fullmatch(text.strip()) and "endhighlight" in text:
                 st.fence = None
                 return "```"
+            elif "hugo" in self.families and "{{" in text and _HUGO.search(text):
+                # Hugo renders shortcodes inside code blocks too (a site variable in a config sample)
+                return _HUGO.sub(lambda m: self._hugo(m, block=False) or "", text)
             return text if dedented else raw
         if st.skip:
             return self._skipping(text)
@@ -407,11 +416,22 @@ class Reader:
                 return None
             return self.dialect.include_reading(stripped, self.source)
         if st.skip == "jsx":
-            st.jsx += " " + stripped
-            if stripped.endswith(">"):
+            # a JSX opening tag over several lines: a tab or an admonition shows its label once
+            # the tag is whole; another component shows its attributes' values line by line
+            # (`<FormattedTabs bash="…" powershell="…" />` shows each command), its props' code too
+            name = st.jsx.split()[0].lstrip("<").lower()
+            quoted = st.jsx.count("`") % 2 == 1  # inside a template literal: the line is a value
+            ends = not quoted and (stripped.endswith(">") and not stripped.endswith("=>"))
+            st.jsx += "\n" + stripped
+            if name in ("tabitem", "tab", "admonition") or name in _INCLUDE_NAMES:
+                if ends:
+                    st.skip = None
+                    return self._jsx_tag(" ".join(st.jsx.split("\n")))
+                return None
+            if ends:
                 st.skip = None
-                return self._jsx_tag(st.jsx)
-            return None
+                stripped = stripped[:-2] if stripped.endswith("/>") else stripped[:-1]
+            return self._jsx_attribute_line(text if quoted else stripped, quoted)
         st.skip = None  # pragma: no cover - every skip kind is handled above
         return text
 
@@ -544,6 +564,22 @@ class Reader:
             return f"[{label}]"
         return _label_line(label) if label else None
 
+    @staticmethod
+    def _jsx_attribute_line(line: str, quoted: bool) -> str | None:
+        """One line of a multi-line JSX tag as the reader sees its value: `bash="cscli …"` reads
+        `bash: cscli …`; a line of a template literal's text reads as itself."""
+        if quoted:
+            line = re.sub(r"`\s*\}?\s*(/?>)?\s*$", "", line)
+            return line if line.strip() else None
+        line = line.strip()
+        match = re.match(r"^([\w:.-]+)\s*=\s*\{?\s*([\"'`])(.*?)(?:\2\s*\}?)?$", line)
+        if match:
+            value = match.group(3).strip()
+            return f"{match.group(1)}: {value}" if value else f"{match.group(1)}:"
+        if re.match(r"^[\w:.-]+(?:\s*=\s*\{[^}]*\})?$", line) or not line:
+            return None  # a flag or an expression: nothing a reader sees
+        return line
+
     def _hugo(self, match: re.Match, block: bool) -> str | None:
         _, closing, name, rest, _ = match.groups()
         lower = name.lower().rsplit("/", 1)[-1]
@@ -551,6 +587,8 @@ class Reader:
             return None if block else ""
         attrs = attributes(rest)
         args = positional(rest)
+        if lower in ("sitevar", "param", "var", "siteparam") and not block:
+            return attrs.get("name") or (args[0] if args else "")  # the variable's name stands for its value
         if lower in ("ref", "relref"):
             return (args[0] if args else attrs.get("path", "")) if not block else None
         if lower in _INCLUDE_NAMES or lower in ("readfile", "include", "embed"):
@@ -644,12 +682,19 @@ def read_lines(lines: list[str], dialect: Dialect = Dialect(), source: str = "",
     return Reading(head.lines + body.lines, head.states + body.states)
 
 
-def read_fragment(text: str, dialect: Dialect, source: str = "", state: ReadState | None = None) -> str:
-    """The reading of a piece of a document (a part of a split chunk) read from `state`."""
+def read_fragment(text: str, dialect: Dialect, source: str = "", state: ReadState | None = None,
+                  partial_first: bool = False) -> str:
+    """The reading of a piece of a document (a part of a split chunk) read from `state`, the
+    state before its first line (`partial_first`: that line is only its end)."""
     if not dialect.families:
         return text
-    reading = Reader(dialect, source).read(text.split("\n"), state)
-    return join_reading(reading.lines)
+    reading = join_reading(Reader(dialect, source).read(text.split("\n"), state, partial_first=partial_first).lines)
+    if state is not None and state.fence is not None and reading.strip():
+        # a part that starts inside a code block: its reading opens the block again, so the code
+        # shows as code (and is told apart from prose) where the part is read on its own
+        fence = "```" if state.fence == "{%" else state.fence
+        reading = f"{fence}\n{reading}"
+    return reading
 
 
 def read_inline(text: str, dialect: Dialect) -> str:
@@ -692,7 +737,7 @@ _LEFTOVER = {
     "docusaurus": re.compile(r"^import\s+.+\s+from\s+['\"]|^\s*:::|</?(?:Tabs|TabItem|Admonition)\b", re.MULTILINE),
     "mdc": re.compile(r"^\s*::|(?<![\w:\\/]):[A-Za-z][\w-]*\{[^}\n]*\}", re.MULTILINE),
     "hugo": re.compile(r"\{\{[<%]"),
-    "jekyll": re.compile(r"\{%-?\s*\w+"),
+    "jekyll": re.compile(r"(?<!\{)\{%-?\s*\w+"),
 }
 
 
@@ -707,7 +752,7 @@ def reading_of(block: dict) -> str:
     """What a reader sees of a chunk or context block: its `reading`, or its `text` when it has
     none (an index built before readings were stored)."""
     reading = block.get("reading")
-    return reading if reading else (block.get("text") or "")
+    return reading if reading is not None else (block.get("text") or "")
 
 
 ReadFunction = Callable[[str], str]
