@@ -82,6 +82,7 @@ _ATTR_LIST = re.compile(r"(?<=[)\]*_`])\{:?\s*(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"
                         r"(?:\s+(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+)))*\s*\}")
 # Docusaurus / MDX
 _IMPORT = re.compile(r"^import\s+(?:[\w*{}\s,]+\s+from\s+)?['\"][^'\"]+['\"];?\s*$")
+_IMPORT_MARKDOWN = re.compile(r"^import\s+(\w+)\s+from\s+['\"]([^'\"]+\.mdx?)['\"]")
 _IMPORT_OPEN = re.compile(r"^import\s+(?:type\s+)?\{[^}]*$")
 _IMPORT_CLOSE = re.compile(r"\}\s*from\s+['\"][^'\"]+['\"];?\s*$")
 _EXPORT = re.compile(r"^export\s+(?:default\s+|const\s+|let\s+|var\s+|function\s+|async\s+|\{)")
@@ -277,6 +278,9 @@ class ReadState:
     pending_title: int | None = None  # a reading line waiting for an MDC callout's bold title
     jsx: str = ""  # a multi-line JSX opening tag read so far
     opened: bool = False  # the line before opened an MDC component (YAML props may follow)
+    # MDX components imported from Markdown files (`import Steps from './_steps.md'`): name -> path.
+    # Replaced, never changed in place: the states kept for each line share it.
+    imports: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -485,6 +489,9 @@ class Reader:
         if "docusaurus" in fam:
             if stripped.startswith("import") and not containers:
                 if _IMPORT.match(stripped):
+                    partial = _IMPORT_MARKDOWN.match(stripped)
+                    if partial:
+                        st.imports = {**st.imports, partial.group(1): partial.group(2)}
                     return None
                 if _IMPORT_OPEN.match(stripped):
                     st.skip = "import"
@@ -553,6 +560,8 @@ class Reader:
             return None
         attrs = attributes(rest)
         lower = name.lower()
+        if name in self._state.imports:  # a Markdown file imported as a component: its text shows here
+            return self.dialect.include_reading(self._state.imports[name], self.source)
         if lower == "admonition":
             return _admonition_line(attrs.get("type"), attrs.get("title", ""))
         if lower in ("tabitem", "tab"):
@@ -667,6 +676,8 @@ class Reader:
         return f"[{label}]" if label else ""
 
     def _jsx_inline(self, match: re.Match) -> str:
+        if match.group(1) in self._state.imports:
+            return self.dialect.include_reading(self._state.imports[match.group(1)], self.source)
         label = label_of(attributes(match.group(2)))
         return f"[{label}]" if label else ""
 

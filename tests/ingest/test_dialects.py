@@ -195,3 +195,10 @@ def test_reading_of_a_block_falls_back_to_its_text():
     assert reading_of({"text": "raw", "reading": "read"}) == "read"
     assert reading_of({"text": "raw", "reading": ""}) == ""
     assert reading_of({"text": "raw"}) == "raw"
+
+
+def test_an_imported_markdown_component_is_an_include():
+    lines = ["import Steps from '/docs/partials/_steps.mdx';", "", "<Steps />", "Then <Steps /> again."]
+    dialect = Dialect(frozenset({"docusaurus"}), frozenset({"partials/_steps.mdx"}))
+    assert read_lines(lines, dialect, "install.mdx").lines == [
+        None, "", "(included from partials/_steps.mdx)", "Then (included from partials/_steps.mdx) again."]
