@@ -24,9 +24,9 @@ _BLOCK_RULES = ["blockquote", "code", "fence", "heading", "hr", "lheading", "lis
 _PARSER = MarkdownIt("zero").enable_many(_BLOCK_RULES)
 
 # Admonition openers, Docusaurus (`:::note`) and Python-Markdown/MkDocs (`!!! note`).
-_ADMONITION_FENCE = ":::"
 _ADMONITION_BANG = "!!!"
 _BLANK_BYTES = b"\n \t"
+_MDC_OPENER = re.compile(r"(:{2,})[ ]?[A-Za-z]")
 
 # Front matter made only of `key: value` lines, each value a quoted string without escapes,
 # a whole number or plain words, is read here just as YAML reads it; anything else goes to
@@ -237,12 +237,14 @@ def _group_admonitions(blocks: list[Block], lines: list[str]) -> list[Block]:
     while index < len(blocks):
         block = blocks[index]
         opener = lines[block.start].lstrip()
-        if block.kind == "paragraph" and opener.startswith(_ADMONITION_FENCE) and opener.rstrip() != _ADMONITION_FENCE:
+        colons = _MDC_OPENER.match(opener)  # `:::note` (Docusaurus), `::callout{…}` (MDC): closed by as many colons
+        if block.kind == "paragraph" and colons:
+            fence = colons.group(1)
             last = index
-            closed = lines[block.end].strip() == _ADMONITION_FENCE and block.end > block.start
+            closed = lines[block.end].strip() == fence and block.end > block.start
             while not closed and last + 1 < len(blocks) and blocks[last + 1].kind not in ("heading", "lheading"):
                 last += 1
-                closed = lines[blocks[last].end].strip() == _ADMONITION_FENCE
+                closed = lines[blocks[last].end].strip() == fence
             if closed:
                 grouped.append(Block("admonition", block.start, blocks[last].end))
                 index = last + 1
