@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from typing import Iterable
 
 FAMILIES = ("mkdocs", "docusaurus", "mdc", "hugo", "jekyll")
 ALL_FAMILIES = frozenset(FAMILIES)
@@ -107,12 +107,6 @@ _GITHUB_ALERT = re.compile(r"^(\s*>\s*)\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]
 
 _SPACES = re.compile(r"(?<=\S)[ ]{2,}(?=\S)")
 
-_LIQUID_DROPPED = frozenset({"if", "elsif", "else", "endif", "unless", "endunless", "for", "endfor", "case", "when",
-                             "endcase", "assign", "capture", "endcapture", "raw", "endraw", "comment", "endcomment",
-                             "tab", "endtab", "tabs", "endtabs", "increment", "decrement", "cycle", "break",
-                             "continue", "seo", "feed_meta", "tablerow", "endtablerow", "liquid", "render"})
-
-
 def mark(kind: str | None) -> str:
     """An admonition type as a reader tells it apart: "Note", "Tip" or "Warning"."""
     kind = (kind or "").lower()
@@ -140,10 +134,6 @@ def positional(text: str) -> list[str]:
     """The positional arguments of a shortcode (`{{< tab "Linux" >}}`), without key=value pairs."""
     text = _ATTR.sub(" ", text or "")
     return [next(g for g in m.groups() if g is not None) for m in _POSITIONAL.finditer(text)]
-
-
-def _joined(*pieces: str) -> str:
-    return " ".join(p for p in pieces if p)
 
 
 def _icon_kind(icon: str) -> str | None:
@@ -765,5 +755,3 @@ def reading_of(block: dict) -> str:
     reading = block.get("reading")
     return reading if reading is not None else (block.get("text") or "")
 
-
-ReadFunction = Callable[[str], str]
