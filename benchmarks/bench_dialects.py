@@ -34,8 +34,10 @@ def measure(docs_dir: Path, setting: str | None) -> dict:
     chunked = chunker.chunk_many(files)
     seconds = time.perf_counter() - started
     chunks = [c for f in chunked for c in f.chunks]
-    # the folder's own families: a Jinja template in a MkDocs folder's code sample is no construct
-    families = [f for f in FAMILIES if f in dialect.families]
+    # the folder's own families, as detected (also with the pass off): a Jinja template in a
+    # MkDocs folder's code sample is no construct
+    detected = folder_dialect_of(docs_dir, paths).families
+    families = [f for f in FAMILIES if f in detected]
     with_constructs = sum(1 for c in chunks if leftover_syntax(c.text, families))
     embedded_left = [c for c in chunks if leftover_syntax(c.embed_text, families)]
     quoted_left = [c for c in chunks if leftover_syntax(c.reading if c.reading is not None else c.text, families)]
