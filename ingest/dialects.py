@@ -148,6 +148,8 @@ def _icon_kind(icon: str) -> str | None:
 
 def _admonition_line(kind: str | None, title: str = "") -> str:
     title = title.strip()
+    if title.lower() == mark(kind).lower():  # `title="Note"` on a note: the page shows "Note" once
+        title = ""
     return f"{mark(kind)}: {title}" if title else f"{mark(kind)}:"
 
 
@@ -575,8 +577,8 @@ class Reader:
         if match:
             value = match.group(3).strip()
             return f"{match.group(1)}: {value}" if value else f"{match.group(1)}:"
-        if re.match(r"^[\w:.-]+(?:\s*=\s*\{[^}]*\})?$", line) or not line:
-            return None  # a flag or an expression: nothing a reader sees
+        if re.match(r"^[\w:.-]+(?:\s*=\s*\{[^}]*\})?$", line) or not re.search(r"\w", line):
+            return None  # a flag, an expression or its closing brackets: nothing a reader sees
         return line
 
     def _hugo(self, match: re.Match, block: bool) -> str | None:
@@ -587,7 +589,8 @@ class Reader:
         attrs = attributes(rest)
         args = positional(rest)
         if lower in ("sitevar", "param", "var", "siteparam") and not block:
-            return attrs.get("name") or (args[0] if args else "")  # the variable's name stands for its value
+            # the value shown where the site's own value is unknown (`nojs`), else the variable's name
+            return attrs.get("nojs") or attrs.get("default") or attrs.get("name") or (args[0] if args else "")
         if lower in ("ref", "relref"):
             return (args[0] if args else attrs.get("path", "")) if not block else None
         if lower in _INCLUDE_NAMES or lower in ("readfile", "include", "embed"):
