@@ -202,3 +202,10 @@ def test_an_imported_markdown_component_is_an_include():
     dialect = Dialect(frozenset({"docusaurus"}), frozenset({"partials/_steps.mdx"}))
     assert read_lines(lines, dialect, "install.mdx").lines == [
         None, "", "(included from partials/_steps.mdx)", "Then (included from partials/_steps.mdx) again."]
+
+
+def test_hugo_callouts_and_site_variables_read_as_the_page_shows_them():
+    lines = ['{{< callout context="note" title="Note" icon="outline/info-circle" >}}', "Body.", "{{< /callout >}}",
+             'Open `https://{{< sitevar name="domain" nojs="example.com" >}}`.']
+    assert read_lines(lines, Dialect(frozenset({"hugo"}))).lines == ["Note:", "Body.", None,
+                                                                    "Open `https://example.com`."]
