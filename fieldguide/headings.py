@@ -63,6 +63,15 @@ def heading_labels(heading_path: Iterable[str] | None) -> list[str]:
     return [heading_label(title) for title in heading_path or ()]
 
 
-def breadcrumb(heading_path: Iterable[str] | None, separator: str = " > ") -> str:
-    """The path as a reader's breadcrumb: "Setup > Installing"."""
-    return separator.join(heading_labels(heading_path))
+def breadcrumb(heading_path: Iterable[str] | None, separator: str = " > ", page_title: str | None = None) -> str:
+    """The path as a reader's breadcrumb: "Setup > Installing"; after the page's title when only
+    its front matter has one (`page_title`), as the site shows it: "Getting started > Installing"."""
+    return separator.join(shown_labels(heading_path, page_title))
+
+
+def shown_labels(heading_path: Iterable[str] | None, page_title: str | None = None) -> list[str]:
+    """The breadcrumb's crumbs as the site shows them: the page's front matter title (a chunk's
+    `page_title`, set only when the page has no H1 of its own), then the headings' labels."""
+    labels = heading_labels(heading_path)
+    title = (page_title or "").strip()
+    return ([title] if title and (not labels or labels[0] != title) else []) + labels

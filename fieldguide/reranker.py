@@ -16,14 +16,15 @@ from functools import lru_cache
 from fieldguide.bm25 import B, HEADING_TF, K1, TermStats, document_words, relative_scores
 from fieldguide.errors import TORCH_EXTRA, ModelUnavailable
 from fieldguide.headings import breadcrumb as heading_breadcrumb
+from ingest.dialects import reading_of
 
 LEXICAL_WEIGHT = 0.35
 
 
 def chunk_text_for_scoring(candidate: dict) -> str:
-    """What a reranker reads: the breadcrumb, then the chunk text."""
+    """What a reranker reads: the breadcrumb, then the chunk's reading (`ingest.dialects`)."""
     breadcrumb = heading_breadcrumb(candidate.get("heading_path"))
-    return f"{breadcrumb}\n{candidate.get('text', '')}" if breadcrumb else candidate.get("text", "")
+    return f"{breadcrumb}\n{reading_of(candidate)}" if breadcrumb else reading_of(candidate)
 
 
 class LexicalFallbackScorer:
@@ -46,7 +47,7 @@ class LexicalFallbackScorer:
         screen questions brought nothing once the lexical part was BM25 (docs/TUNING.md)."""
         if not candidates:
             return []
-        documents = [document_words(c.get("heading_path"), c.get("text", "")) for c in candidates]
+        documents = [document_words(c.get("heading_path"), reading_of(c)) for c in candidates]
         lexical = relative_scores(lexical_question or question, documents, term_stats)
         return [float(c["similarity"]) + self.lexical_weight * match for c, match in zip(candidates, lexical)]
 

@@ -41,6 +41,11 @@ class Settings(BaseSettings):
     overlap_tokens: int = Field(
         CHUNKING_DEFAULTS.overlap_tokens, description="Tokens a part repeats from the end of its predecessor.")
 
+    docs_dialect: str | None = Field(
+        CHUNKING_DEFAULTS.docs_dialect,
+        description="The docs' site dialect: auto (detected from the folder's files; the default), commonmark, "
+        "or any of mkdocs, docusaurus, mdc, hugo, jekyll joined by ','. Recorded in the index manifest.")
+
     # --- embedding model --------------------------------------------------------------
     embedding_model: str | None = Field(
         CHUNKING_DEFAULTS.embedding_model,

@@ -58,7 +58,11 @@ INTRO_OCCURRENCES = 4
 CHUNK_FIELDS = (
     "chunk_id", "group_id", "part_index", "part_count", "chunk_type", "content_kind", "source",
     "line_start", "line_end", "heading_path", "text", "embed_text", "token_count", "images",
+    "reading", "page_title",
 )
+# Chunk properties added after the first release: a collection made before them gets them added
+# (its chunks are written again anyway, since the chunker version changed with them).
+ADDED_CHUNK_FIELDS = ("reading", "page_title")
 # What a search returns of each chunk: `embed_text` (the breadcrumb and the text again, what was
 # embedded) is not read after the search, and leaving it out halves what each query carries back.
 SEARCH_FIELDS = tuple(name for name in CHUNK_FIELDS if name != "embed_text")
@@ -268,12 +272,15 @@ class ChunkStore:
                     integer("token_count"),
                     text("images", array=True, filterable=False),
                     text("label"),
+                    text("reading", searchable=True, filterable=False),
+                    text("page_title", searchable=True, filterable=False),
                 ],
             )
         else:
-            self._add_missing(self.name, [text("label")])
+            self._add_missing(self.name, [text("label"), *(text(name, searchable=True, filterable=False)
+                                                          for name in ADDED_CHUNK_FIELDS)])
         self._label_property_seen = (0.0, True)
-        added = [text("embedding_backend"), text("label"),
+        added = [text("embedding_backend"), text("label"), text("docs_dialect"),
                  *(text(name, filterable=False) for name in PROFILE_PROPERTIES)]
         if not self.client.collections.exists(self.manifest_name):
             self.client.collections.create(
@@ -413,6 +420,7 @@ class ChunkStore:
         props = obj.properties
         return {"embedding_model": props.get("embedding_model"), "dimension": props.get("dimension"),
                 "chunker_version": props.get("chunker_version"),
+                "docs_dialect": props.get("docs_dialect"),
                 "embedding_backend": props.get("embedding_backend") or LEGACY_EMBEDDING_BACKEND,
                 "calibration": _json_or_none(props.get("calibration")),
                 "query_prompt": props.get("query_prompt"), "passage_prompt": props.get("passage_prompt"),
@@ -420,11 +428,14 @@ class ChunkStore:
 
     @writing
     def set_manifest(self, embedding_model: str, dimension: int, chunker_version: str,
-                     embedding_backend: str) -> None:
+                     embedding_backend: str, docs_dialect: str | None = None) -> None:
+        """`docs_dialect`: the docs folder's dialect the chunks were read in (`ingest.dialects`)."""
         self.ensure_collections()  # an older manifest collection gains embedding_backend
         manifest = self._use(self.manifest_name)
         properties = {"embedding_model": embedding_model, "dimension": int(dimension),
                       "chunker_version": str(chunker_version), "embedding_backend": str(embedding_backend)}
+        if docs_dialect is not None:
+            properties["docs_dialect"] = str(docs_dialect)
         existing = manifest.query.fetch_object_by_id(MANIFEST_UUID)
         if existing is not None:  # keep what else the manifest records (the docs folder, ...)
             properties = {**{k: v for k, v in existing.properties.items() if v is not None}, **properties}
@@ -593,7 +604,7 @@ class ChunkStore:
         from ingest.chunk import chunk_uuid
 
         label = {"label": self.label} if self.label else {}
-        objects = [DataObject(properties={**{name: record[name] for name in CHUNK_FIELDS}, **label},
+        objects = [DataObject(properties={**{name: record.get(name, "") for name in CHUNK_FIELDS}, **label},
                               uuid=chunk_uuid(record["chunk_id"]), vector=_as_list(vector))
                    for record, vector in zip(records, vectors, strict=True)]
         if objects:
@@ -643,7 +654,7 @@ class ChunkStore:
 
     @writing
     def source_documents(self, source: str, count: int) -> list[tuple[list[str], str]]:
-        """(heading_path, text) of the chunks of `source`, of which `count` are stored (an ingest
+        """(heading_path, reading) of the chunks of `source`, of which `count` are stored (an ingest
         reads them before replacing them, to update the term statistics)."""
         from weaviate.classes.query import Filter
 
@@ -654,16 +665,22 @@ class ChunkStore:
         where = Filter.by_property("source").equal(source)
         response = self.chunks.query.fetch_objects(
             filters=where if in_set is None else Filter.all_of([where, in_set]), limit=count + 1,
-            return_properties=["heading_path", "text"])
-        return [(list(obj.properties.get("heading_path") or []), obj.properties.get("text") or "")
+            return_properties=["heading_path", "text", *self._reading_property()])
+        return [(list(obj.properties.get("heading_path") or []), _reading(obj.properties))
                 for obj in response.objects]
 
     def iter_documents(self) -> Iterator[tuple[list[str], str]]:
-        """(heading_path, text) of every chunk, for the term statistics."""
+        """(heading_path, reading) of every chunk, for the term statistics."""
         if not self.exists():
             return
-        for obj in self.chunks.iterator(return_properties=["heading_path", "text"]):
-            yield list(obj.properties.get("heading_path") or []), obj.properties.get("text") or ""
+        for obj in self.chunks.iterator(return_properties=["heading_path", "text", *self._reading_property()]):
+            yield list(obj.properties.get("heading_path") or []), _reading(obj.properties)
+
+    def _reading_property(self) -> list[str]:
+        """["reading"] when the collection has it (one made before it existed lacks it until written)."""
+        if getattr(self, "_has_reading", None) is None:
+            self._has_reading = "reading" in {prop.name for prop in self.chunks.config.get().properties}
+        return ["reading"] if self._has_reading else []
 
     @writing
     def sources(self) -> set[str]:
@@ -712,7 +729,7 @@ class ChunkStore:
         query_vector = np.asarray(_as_list(vector), dtype=np.float64)
         response = self.chunks.query.hybrid(
             query=query, vector=_as_list(vector), alpha=float(alpha), limit=int(k),
-            query_properties=["heading_path^2", "text", "embed_text"],
+            query_properties=["heading_path^2", "reading", "embed_text"],
             filters=self._read_filter(content_kind), include_vector=True,
             return_metadata=MetadataQuery(score=True), return_properties=self._search_fields())
         results = []
@@ -979,3 +996,8 @@ def open_store(settings=None, collection: str | None = None) -> Iterator[ChunkSt
                          consistency_level=settings.consistency_level if settings.replication_factor > 1 else None)
     finally:
         nodes.close()
+
+
+def _reading(properties: dict) -> str:
+    """A stored chunk's reading, or its text when it has none (written before readings were)."""
+    return properties.get("reading") or properties.get("text") or ""

@@ -36,6 +36,8 @@ class ContextBlock(TypedDict):
     # "subsection": a subsection of a kept section that the cut left out, placed after it
     line_start: NotRequired[int]  # the source lines the block covers (for citations; not in result lines)
     line_end: NotRequired[int]
+    reading: NotRequired[str]  # the text as the rendered page reads (ingest.dialects): quoted and scored
+    page_title: NotRequired[str]  # the page's front matter title when it has no H1: the breadcrumb's first crumb
 
 
 class Citation(TypedDict):
@@ -45,6 +47,7 @@ class Citation(TypedDict):
     chunk_id: str
     source: str
     heading_path: list[str]
+    page_title: NotRequired[str]  # shown before heading_path when only the page's front matter titles it
     line_start: int | None
     line_end: int | None
     url: str

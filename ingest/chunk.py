@@ -4,12 +4,15 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-CHUNKER_VERSION = "4"  # 3: heading paths keep an explicit {#id} as written; 4: breadcrumbs render inline Markdown
+# 3: heading paths keep an explicit {#id} as written; 4: breadcrumbs render inline Markdown;
+# 5: docs-site dialects read for their meaning (`reading`), front matter titles (`page_title`)
+CHUNKER_VERSION = "5"
 
 # Field order of the public record (`fieldguide chunks`, the store, result lines).
 RECORD_FIELDS = (
     "chunk_id", "group_id", "part_index", "part_count", "chunk_type", "content_kind", "source",
     "line_start", "line_end", "heading_path", "text", "embed_text", "token_count", "images",
+    "reading", "page_title",
 )
 CHUNK_TYPES = ("section", "subsection", "merged", "note")
 CONTENT_KINDS = ("screen", "prose")
@@ -34,6 +37,11 @@ class Chunk:
     embed_text: str
     token_count: int
     images: list[str] = field(default_factory=list)
+    # The text as the rendered page reads (`ingest.dialects`): what is embedded, scored and
+    # quoted. Equal to `text` where the chunk holds no construct of the docs' dialect.
+    reading: str | None = None  # None: not read (the text as written stands for it)
+    # The page's title when only its front matter has one (no H1): the first crumb a reader sees.
+    page_title: str = ""
     # Why content_kind was decided as it was: debugging aid, not part of the record.
     content_kind_reason: str = ""
 
@@ -41,6 +49,8 @@ class Chunk:
         record = {name: getattr(self, name) for name in RECORD_FIELDS}
         record["heading_path"] = list(self.heading_path)
         record["images"] = list(self.images)
+        if record["reading"] is None:
+            record["reading"] = self.text
         return record
 
     @property

@@ -10,11 +10,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fieldguide.headings import heading_labels
 from ingest.chunk import Chunk, make_group_id, make_part_id
+from ingest.dialects import Dialect, Reading, read_fragment, read_inline, read_lines
 from ingest.hierarchy import HierarchicalChunk, hierarchical_chunks
 from ingest.kind import decide_content_kind
 from ingest.markdown import ParsedDocument, decode_markdown, parse_markdown
@@ -74,11 +75,14 @@ def part_label(index: int, count: int) -> str:
 
 
 class Chunker:
-    def __init__(self, settings=None, counter=None, token_pass: bool = True, label: str | None = None):
+    def __init__(self, settings=None, counter=None, token_pass: bool = True, label: str | None = None,
+                 dialect: Dialect | None = None):
         """`token_pass=False` keeps over-long chunks whole (the embedding model then truncates
         them silently): only for measuring what the token-safe pass buys. `label`: the doc set
-        the files belong to (`make_group_id`); None for the unnamed set."""
+        the files belong to (`make_group_id`); None for the unnamed set. `dialect`: the docs
+        folder's (`ingest.dialects.folder_dialect`); None reads every dialect's constructs."""
         self.label = label or None
+        self.dialect = dialect if dialect is not None else Dialect()
         if settings is None:  # the chunking subset only: no pydantic to import
             settings = ChunkingSettings.from_environment()
         self.settings = settings
@@ -98,40 +102,68 @@ class Chunker:
 
     def chunk_many(self, files: list[tuple[bytes, str]]) -> list[ChunkedFile]:
         """Chunks several files at once: their lines are tokenized in one parallel batch."""
-        docs = []
+        docs, readings = [], []
         for raw, source in files:
             text, warnings = decode_markdown(raw, source)
-            docs.append(parse_markdown(text, source, warnings))
+            doc = parse_markdown(text, source, warnings)
+            docs.append(doc)
+            readings.append(read_lines(doc.lines, self.dialect, source, doc.body_start, keep_states=True))
         filled = [(d, i) for d, doc in enumerate(docs)
                   for i in range(doc.body_start, len(doc.lines)) if doc.lines[i].strip()]
-        counts = self.counter.count_pieces([docs[d].lines[i] for d, i in filled])
+        # a line read otherwise (a construct of the dialect) counts as the longer of its two
+        # forms, so budgets made of line counts hold for the text and for its reading alike
+        changed = [(d, i) for d, reading in enumerate(readings) for i in range(docs[d].body_start, len(docs[d].lines))
+                   if reading.lines[i] is not None and reading.lines[i] != docs[d].lines[i]]
+        counts = self.counter.count_pieces([docs[d].lines[i] for d, i in filled]
+                                           + [readings[d].lines[i] for d, i in changed])
         line_tokens = [[0] * len(doc.lines) for doc in docs]
         for (d, i), tokens in zip(filled, counts):
             line_tokens[d][i] = tokens
-        return [ChunkedFile(source, file_sha256(raw), self.chunk_document(doc, source, tokens), doc.warnings)
-                for (raw, source), doc, tokens in zip(files, docs, line_tokens)]
+        raw_tokens = [list(tokens) for tokens in line_tokens] if changed else line_tokens
+        for (d, i), tokens in zip(changed, counts[len(filled):]):
+            line_tokens[d][i] = max(line_tokens[d][i], tokens)
+        return [ChunkedFile(source, file_sha256(raw), self.chunk_document(doc, source, tokens, reading, own),
+                            doc.warnings)
+                for (raw, source), doc, tokens, reading, own in zip(files, docs, line_tokens, readings, raw_tokens)]
 
     def chunk_text(self, text: str, source: str = "doc.md") -> list[Chunk]:
         return self.chunk_bytes(text.encode("utf-8"), source).chunks
 
     # --------------------------------------------------------------- document
-    def chunk_document(self, doc: ParsedDocument, source: str, line_tokens: list[int]) -> list[Chunk]:
+    def chunk_document(self, doc: ParsedDocument, source: str, line_tokens: list[int],
+                       reading: Reading | None = None, raw_tokens: list[int] | None = None) -> list[Chunk]:
         """`line_tokens[i]`: tokens of line i. Every line is tokenized once; spans of whole
-        lines are sums of their lines' counts (see split.py)."""
+        lines are sums of their lines' counts (see split.py). `reading`: the document as the
+        site renders it (`ingest.dialects`); what is embedded and what decides the kind.
+        `raw_tokens`: the lines' own counts where `line_tokens` holds a longer reading's; the
+        splitter cuts the text as written by them (a part's reading is counted exactly after)."""
+        raw_tokens = raw_tokens if raw_tokens is not None else line_tokens
         settings = self.settings
+        if reading is None:
+            reading = read_lines(doc.lines, self.dialect, source, doc.body_start, keep_states=True)
+        read_otherwise = [i for i, line in enumerate(reading.lines) if line != doc.lines[i]]
+        if read_otherwise:
+            # A "heading" made of lines the page does not show is none: CommonMark reads an MDC
+            # component's opener above its YAML props (`::card{…}` / `---`) as a setext heading.
+            shown = [h for h in doc.headings if all(reading.lines[i] is not None for i in range(h.start, h.end + 1))]
+            if len(shown) != len(doc.headings):
+                doc = replace(doc, headings=shown)
         prefix = [0]
         for tokens in line_tokens:
             prefix.append(prefix[-1] + tokens)
 
         pieces = hierarchical_chunks(doc, prefix, settings.merge_max_tokens, settings.merge_child_max_tokens)
         pieces = [p for p in (_trim(doc, p) for p in pieces) if p is not None]
+        if read_otherwise:
+            pieces = _fold_unseen(pieces, reading)
         has_h1 = any(h.level == 1 for h in doc.headings)
         doc_title = doc.title if not has_h1 else None
         if doc_title:
             doc_title = self._short_heading(doc_title)
         for piece in pieces:
             piece.heading_path = [self._short_heading(title) for title in piece.heading_path]
-        crumb_lists = [([doc_title] if doc_title else []) + heading_labels(p.heading_path) for p in pieces]
+        crumb_lists = [([doc_title] if doc_title else [])
+                       + [read_inline(label, self.dialect) for label in heading_labels(p.heading_path)] for p in pieces]
         breadcrumbs = [BREADCRUMB_SEPARATOR.join(c) or source for c in crumb_lists]
         unique = sorted(set(breadcrumbs))
         breadcrumb_tokens = dict(zip(unique, self.counter.count_pieces(unique)))
@@ -148,21 +180,30 @@ class Chunker:
             occurrences[key] = occurrence + 1
             group_id = make_group_id(source, piece.heading_path, occurrence, self.label)
             text = "\n".join(doc.lines[piece.start:piece.end])
+            dialectal = _any_between(read_otherwise, piece.start, piece.end)
+            read = reading.text(piece.start, piece.end) if dialectal else text
             tokens = (self.counter.special_tokens + breadcrumb_tokens[breadcrumb]
                       + prefix[piece.end] - prefix[piece.start])
-            kind, reason = decide_content_kind(text, piece.heading_path, doc.front_matter)
+            kind, reason = decide_content_kind(read, piece.heading_path, doc.front_matter)
             common = dict(group_id=group_id, chunk_type=piece.chunk_type, content_kind=kind, source=source,
-                          heading_path=list(piece.heading_path), content_kind_reason=reason)
+                          heading_path=list(piece.heading_path), content_kind_reason=reason,
+                          page_title=doc_title or "")
             if tokens <= self.limit or not self.token_pass:
+                embed_text = f"{breadcrumb}\n\n{read}"
+                if dialectal:  # the line sums bound it from above: the exact count of what is embedded
+                    tokens = self.counter.special_tokens + self.counter.count_piece(embed_text)
                 chunks.append(Chunk(chunk_id=group_id, part_index=1, part_count=1, line_start=piece.start + 1,
-                                    line_end=piece.end, text=text, embed_text=f"{breadcrumb}\n\n{text}",
+                                    line_end=piece.end, text=text, embed_text=embed_text, reading=read,
                                     token_count=tokens, images=find_images(text), **common))
             else:
-                chunks.extend(self._split(doc, piece, text, line_tokens[piece.start:piece.end], breadcrumb, common))
+                chunks.extend(self._split(doc, piece, text, raw_tokens[piece.start:piece.end], breadcrumb, common,
+                                          reading if dialectal else None, source))
         return chunks
 
     def _split(self, doc: ParsedDocument, piece: HierarchicalChunk, text: str, line_tokens: list[int],
-               breadcrumb: str, common: dict) -> list[Chunk]:
+               breadcrumb: str, common: dict, reading: Reading | None = None, source: str = "") -> list[Chunk]:
+        """`reading`: the document's, when the piece holds constructs of the dialect: each part
+        is then read from the state the document had at the part's first line."""
         # Top-level blocks are in order and do not overlap: the piece's blocks are one slice.
         first = bisect.bisect_left(doc.block_ends, piece.start)
         last = bisect.bisect_left(doc.block_starts, piece.end, lo=first)
@@ -175,9 +216,12 @@ class Chunker:
             count = len(parts)
             labels = [part_label(i, count) for i in range(1, count + 1)]
             label_tokens = self.counter.count_pieces(labels)
-            embed_texts = [f"{breadcrumb}\n\n{p.text}\n\n{label}" for p, label in zip(parts, labels)]
+            reads = [p.text if reading is None else read_fragment(
+                p.text, self.dialect, source, reading.states[piece.start + lines.line_at(p.start)],
+                partial_first=lines.offsets[lines.line_at(p.start)] != p.start) for p in parts]
+            embed_texts = [f"{breadcrumb}\n\n{read}\n\n{label}" for read, label in zip(reads, labels)]
             counts = [fixed + p.tokens + n for p, n in zip(parts, label_tokens)]
-            inexact = [i for i, p in enumerate(parts) if p.approximate]
+            inexact = [i for i, (p, read) in enumerate(zip(parts, reads)) if p.approximate or read != p.text]
             for i, exact in zip(inexact, self.counter.count_many([embed_texts[i] for i in inexact])):
                 counts[i] = exact
             overflow = max(counts) - self.limit
@@ -188,13 +232,13 @@ class Chunker:
             raise RuntimeError(f"{common['source']}: cannot fit a part of {breadcrumb!r} under {self.limit} tokens")
         group_id = common["group_id"]
         chunks = []
-        for index, (part, embed_text, tokens) in enumerate(zip(parts, embed_texts, counts), 1):
+        for index, (part, read, embed_text, tokens) in enumerate(zip(parts, reads, embed_texts, counts), 1):
             chunks.append(Chunk(
                 chunk_id=make_part_id(group_id, index, count), part_index=index, part_count=count,
                 line_start=piece.start + 1 + lines.line_at(part.start),
                 line_end=piece.start + 1 + lines.line_at(max(part.end - 1, part.start)),
-                text=part.text, embed_text=embed_text, token_count=tokens, images=find_images(part.text),
-                **common))
+                text=part.text, embed_text=embed_text, reading=read, token_count=tokens,
+                images=find_images(part.text), **common))
         return chunks
 
     def _short_heading(self, title: str) -> str:
@@ -237,6 +281,33 @@ class Chunker:
         if self.counter.count_piece(crumbs[0]) > max_tokens:
             crumbs = [self._cut_to(crumbs[0], max_tokens)]
         return BREADCRUMB_SEPARATOR.join(crumbs)
+
+
+def _fold_unseen(pieces: list[HierarchicalChunk], reading: Reading) -> list[HierarchicalChunk]:
+    """A piece the rendered page shows nothing of (MDX `import` lines before the first heading)
+    joins the piece after it (else the one before): its lines stay in a chunk, and no chunk is
+    embedded, retrieved and quoted for nothing."""
+    folded: list[HierarchicalChunk] = []
+    carry: int | None = None
+    for index, piece in enumerate(pieces):
+        start = piece.start if carry is None else carry
+        if reading.text(piece.start, piece.end).strip():
+            folded.append(HierarchicalChunk(piece.chunk_type, piece.heading_path, start, piece.end))
+            carry = None
+        elif index + 1 < len(pieces):
+            carry = start
+        elif folded:
+            last = folded[-1]
+            folded[-1] = HierarchicalChunk(last.chunk_type, last.heading_path, last.start, piece.end)
+        else:
+            folded.append(HierarchicalChunk(piece.chunk_type, piece.heading_path, start, piece.end))
+    return folded
+
+
+def _any_between(sorted_lines: list[int], start: int, end: int) -> bool:
+    """Whether any of `sorted_lines` is in [start, end)."""
+    index = bisect.bisect_left(sorted_lines, start)
+    return index < len(sorted_lines) and sorted_lines[index] < end
 
 
 def _trim(doc: ParsedDocument, piece: HierarchicalChunk) -> HierarchicalChunk | None:

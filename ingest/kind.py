@@ -9,7 +9,11 @@ Decided at ingest from evidence in the chunk, and the deciding reason is kept:
      at least 1.5 → 1, at least 3 → 2, at least 5 → 3 (and at least two such words, so one
      "page" in a short intro decides nothing)
    - a heading that names a screen-like thing (screen, page, dialog, tab, menu, settings, …): 1
-   - two or more short bold labels (`**Save**`) next to some UI vocabulary: 1
+   - two or more short bold labels (`**Save**`), or labels of UI components as the dialect pass
+     reads them (`:icon{title="Field Width Button"}` reads `[Field Width Button]`), next to some UI
+     vocabulary: 1
+The text decided on is the chunk's reading (`ingest.dialects`), so a component that stands for a
+button counts as the button it shows.
 """
 from __future__ import annotations
 
@@ -33,6 +37,9 @@ _LOWER_WORD = re.compile(r"[a-z][a-z'-]*")
 _UI = frozenset(UI_WORDS)
 _IMAGE = re.compile(r"!\[[^\]]*\]\(|<img\b", re.IGNORECASE)
 _BOLD = re.compile(r"\*\*([^*\n]{1,40})\*\*")
+# A component's label as the dialect pass reads it: `[Save]`, not a link, an image or a task box.
+_FENCE_LINE = re.compile(r"^\s*(?:```|~~~).*$", re.MULTILINE)  # `bash [npm]` names a code tab, no control
+_COMPONENT_LABEL = re.compile(r"(?<![!\]\\])\[([^\[\]\n]{2,40})\](?![(\[:])")
 
 
 def _field_table(text: str) -> bool:
@@ -75,7 +82,8 @@ def decide_content_kind(text: str, heading_path: list[str], front_matter: dict) 
             score += 1
             reasons.append("screen-like heading")
     # Bold labels only count next to UI words: without any, they are not looked for.
-    bold = [b for b in _BOLD.findall(text) if len(b.split()) <= 4] if ui_hits else []
+    labels = _COMPONENT_LABEL.findall(_FENCE_LINE.sub("", text)) if ui_hits and "[" in text else []
+    bold = [b for b in _BOLD.findall(text) + labels if len(b.split()) <= 4] if ui_hits else []
     if len(bold) >= 2:
         score += 1
         reasons.append(f"{len(bold)} bold UI labels")

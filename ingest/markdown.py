@@ -24,9 +24,9 @@ _BLOCK_RULES = ["blockquote", "code", "fence", "heading", "hr", "lheading", "lis
 _PARSER = MarkdownIt("zero").enable_many(_BLOCK_RULES)
 
 # Admonition openers, Docusaurus (`:::note`) and Python-Markdown/MkDocs (`!!! note`).
-_ADMONITION_FENCE = ":::"
 _ADMONITION_BANG = "!!!"
 _BLANK_BYTES = b"\n \t"
+_MDC_OPENER = re.compile(r"(:{2,})[ ]?[A-Za-z]")
 
 # Front matter made only of `key: value` lines, each value a quoted string without escapes,
 # a whole number or plain words, is read here just as YAML reads it; anything else goes to
@@ -105,7 +105,10 @@ def decode_markdown(raw: bytes, source: str) -> tuple[str, list[str]]:
 def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> tuple[dict, int]:
     """(front matter, first body line). Only a leading `---` block that YAML reads as a non-empty
     mapping is front matter. Any other leading `---` block (a thematic break or a setext
-    underline under CommonMark, e.g. `---` / `Foo` / `---`) stays in the body as content."""
+    underline under CommonMark, e.g. `---` / `Foo` / `---`) stays in the body as content.
+    Hugo's TOML front matter (`+++` … `+++`) is read the same way."""
+    if lines and lines[0].rstrip() == "+++":
+        return _toml_front_matter(lines, source, warnings)
     if not lines or lines[0].rstrip() != "---":
         return {}, 0
     for index in range(1, len(lines)):
@@ -124,6 +127,22 @@ def _split_front_matter(lines: list[str], source: str, warnings: list[str]) -> t
                 return {}, 0  # not front matter: CommonMark content (thematic breaks, headings)
             return data, index + 1
     return {}, 0  # an opening `---` with no closing line is a thematic break, not front matter
+
+
+def _toml_front_matter(lines: list[str], source: str, warnings: list[str]) -> tuple[dict, int]:
+    """A leading `+++` block that TOML reads as a non-empty table is front matter; anything else
+    (a line of plus signs in prose) stays in the body."""
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() == "+++":
+            import tomllib
+
+            try:
+                data = tomllib.loads("\n".join(lines[1:index]))
+            except tomllib.TOMLDecodeError as exc:
+                warnings.append(f"{source}: the leading +++ block is not valid TOML ({exc}); its lines are kept as content")
+                return {}, 0
+            return (data, index + 1) if data else ({}, 0)
+    return {}, 0
 
 
 def _simple_front_matter(lines: list[str]) -> dict | None:
@@ -218,12 +237,14 @@ def _group_admonitions(blocks: list[Block], lines: list[str]) -> list[Block]:
     while index < len(blocks):
         block = blocks[index]
         opener = lines[block.start].lstrip()
-        if block.kind == "paragraph" and opener.startswith(_ADMONITION_FENCE) and opener.rstrip() != _ADMONITION_FENCE:
+        colons = _MDC_OPENER.match(opener)  # `:::note` (Docusaurus), `::callout{…}` (MDC): closed by as many colons
+        if block.kind == "paragraph" and colons:
+            fence = colons.group(1)
             last = index
-            closed = lines[block.end].strip() == _ADMONITION_FENCE and block.end > block.start
+            closed = lines[block.end].strip() == fence and block.end > block.start
             while not closed and last + 1 < len(blocks) and blocks[last + 1].kind not in ("heading", "lheading"):
                 last += 1
-                closed = lines[blocks[last].end].strip() == _ADMONITION_FENCE
+                closed = lines[blocks[last].end].strip() == fence
             if closed:
                 grouped.append(Block("admonition", block.start, blocks[last].end))
                 index = last + 1

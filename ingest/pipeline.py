@@ -135,6 +135,7 @@ def _patient(store):
 def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log, token_pass) -> IngestSummary:
     from ingest.chunk import CHUNKER_VERSION
     from ingest.chunker import Chunker, iter_markdown_files
+    from ingest.dialects import folder_dialect_of
     from ingest.feed import ChunkFeed
 
     from fieldguide.embedding import embedding_backend_id, embedding_model_id
@@ -143,7 +144,14 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
     docs_dir = Path(docs_dir)
     summary = IngestSummary()
 
-    index = _IndexIdentity(embedding_model_id(settings), embedding_backend_id(settings), CHUNKER_VERSION)
+    # 1. what is there; the folder's dialect (read from its files, or set) decides how they read
+    files = [(path.relative_to(docs_dir).as_posix(), path) for path in iter_markdown_files(docs_dir)]
+    try:
+        dialect = folder_dialect_of(docs_dir, [path for _, path in files], getattr(settings, "docs_dialect", None))
+    except ValueError as exc:  # FIELDGUIDE_DOCS_DIALECT names no dialect
+        raise FieldguideError(f"FIELDGUIDE_DOCS_DIALECT: {exc}") from None
+    index = _IndexIdentity(embedding_model_id(settings), embedding_backend_id(settings), CHUNKER_VERSION,
+                           dialect.name)
     label = getattr(store, "label", None)
     rebuilt_set = False
     if reindex and _other_sets(store):
@@ -167,15 +175,17 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
         manifest = store.check_manifest(index.model_id, index.backend_id)  # ModelMismatch names --reindex
     known = store.file_records() if manifest else {}
     stored = store.source_counts() if manifest else {}  # what is really there (a killed run leaves more)
-    same_chunker = bool(manifest) and manifest.get("chunker_version") == CHUNKER_VERSION
+    # chunks read in another dialect are read again, as after a change of the chunker
+    same_chunker = (bool(manifest) and manifest.get("chunker_version") == CHUNKER_VERSION
+                    and manifest.get("docs_dialect") == dialect.name)
 
-    # 1. what is there; the feed reads, hashes and chunks what changed while the model encodes
-    files = [(path.relative_to(docs_dir).as_posix(), path) for path in iter_markdown_files(docs_dir)]
+    # the feed reads, hashes and chunks what changed while the model encodes
     seen = {source for source, _ in files}
     summary.files_seen = len(files)
     if manifest:
         refuse_another_folder(store, docs_dir, known, seen)
-    feed = ChunkFeed(files, known, same_chunker, lambda: Chunker(settings, token_pass=token_pass, label=label),
+    feed = ChunkFeed(files, known, same_chunker,
+                     lambda: Chunker(settings, token_pass=token_pass, label=label, dialect=dialect),
                      stored=stored).start()
     # a rebuilt set's chunks left without being counted out: the statistics are counted again
     terms = TermChangeLog(store, stored, (lambda: None) if rebuilt_set else lambda: _stored_term_stats(store, manifest))
@@ -275,6 +285,7 @@ class _IndexIdentity:
     model_id: str
     backend_id: str
     chunker_version: str
+    docs_dialect: str = "commonmark"
 
 
 def _stored_term_stats(store, manifest):
@@ -335,7 +346,7 @@ class TermChangeLog:
 
         if self.stats is not None:
             for chunk in chunks:
-                self.change.add(document_words(chunk.heading_path, chunk.text))
+                self.change.add(document_words(chunk.heading_path, chunk.reading or chunk.text))
 
     def term_stats(self, store):
         """The statistics of the collection as it is now: updated when they can be, else counted."""
@@ -395,12 +406,13 @@ def _write_files(feed, first, settings, store, embeddings, summary, manifest, in
     dimension = embedding_dimension(embeddings)
     store.ensure_collections()
     if manifest is None:
-        store.set_manifest(index.model_id, dimension, index.chunker_version, index.backend_id)
+        store.set_manifest(index.model_id, dimension, index.chunker_version, index.backend_id, index.docs_dialect)
     elif int(manifest.get("dimension") or dimension) != dimension:
         raise FieldguideError(mismatch_message(store.name, f"{manifest['embedding_model']} "
                                                f"(dimension {manifest['dimension']})", index.model_id))
-    elif manifest.get("chunker_version") != index.chunker_version:
-        store.set_manifest(index.model_id, dimension, index.chunker_version, index.backend_id)
+    elif (manifest.get("chunker_version"), manifest.get("docs_dialect")) != (index.chunker_version,
+                                                                             index.docs_dialect):
+        store.set_manifest(index.model_id, dimension, index.chunker_version, index.backend_id, index.docs_dialect)
 
     # 4. embed and insert in rounds, longest texts first among those chunked so far, so each
     # model batch pads little (once the model is loaded the feed is usually done, and the

@@ -20,6 +20,9 @@ class ChunkingSettings:
     token_limit_fraction: float = 0.85
     overlap_tokens: int = 24
     embedding_model: str | None = None
+    # The docs' site dialect (`ingest.dialects`): auto (detected from the folder's files),
+    # commonmark (none), or families such as "mkdocs" or "docusaurus,mdc".
+    docs_dialect: str | None = None
 
     @classmethod
     def from_environment(cls, env_file: str | Path = ".env") -> "ChunkingSettings":

@@ -36,6 +36,7 @@ from langchain_core.runnables import RunnableConfig
 from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
 from fieldguide.names import unknown_names
 from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
+from ingest.dialects import reading_of
 from nodes.condense import earlier_questions
 from nodes.reassemble import under_section
 
@@ -53,7 +54,7 @@ def drop_near_duplicates(ranked: list[dict], overlap: float = DUPLICATE_OVERLAP)
     """`ranked` without candidates whose text nearly repeats a better-ranked one's."""
     kept, kept_shingles = [], []
     for candidate in ranked:
-        own = shingles(candidate.get("text") or "")
+        own = shingles(reading_of(candidate))
         if any(len(own & other) >= overlap * len(own | other) for other in kept_shingles):
             continue
         kept.append(candidate)
@@ -72,7 +73,7 @@ def nearest_sections(candidates: list[dict], limit: int = NEAREST_SECTIONS) -> l
             continue
         seen.add(key)
         nearest.append({"source": c["source"], "heading_path": list(c["heading_path"]),
-                        "similarity": c["similarity"]})
+                        "page_title": c.get("page_title") or "", "similarity": c["similarity"]})
         if len(nearest) == limit:
             break
     return nearest

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from fieldguide.content_words import terms
 from fieldguide.headings import heading_labels
+from ingest.dialects import reading_of
 from nodes.citations import cited_numbers, drop_unknown_markers, without_markers
 from nodes.quotable import ABBREVIATION, Unit, looks_like_instruction
 
@@ -122,11 +123,11 @@ class SentenceChecker:
     said: list[set[str]] = field(default_factory=list)  # terms of the evidence and of kept sentences
 
     def __post_init__(self):
-        self.block_terms = [terms(" ".join(heading_labels(b.get("heading_path"))) + "\n" + (b.get("text") or ""))
+        self.block_terms = [terms(" ".join(heading_labels(b.get("heading_path"))) + "\n" + reading_of(b))
                             for b in self.blocks]
         self.context_terms = set().union(*self.block_terms) if self.block_terms else set()
         self.question_terms = terms(self.question)
-        context_text = "\n".join(b.get("text") or "" for b in self.blocks)
+        context_text = "\n".join(reading_of(b) for b in self.blocks)
         self.context_numbers = set(_NUMBER.findall(context_text)) | set(_NUMBER.findall(self.question))
 
     def check(self, sentence: str) -> Verdict:

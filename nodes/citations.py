@@ -38,6 +38,7 @@ def citations_for(numbers, blocks: list[dict], template: str | None = None) -> l
             "chunk_id": block.get("chunk_id"),
             "source": block.get("source"),
             "heading_path": list(block.get("heading_path") or []),
+            "page_title": block.get("page_title") or "",
             "line_start": block.get("line_start"),
             "line_end": block.get("line_end"),
             "url": source_url(block.get("source") or "", block.get("line_start"), block.get("line_end"), template,

@@ -56,7 +56,8 @@ def abstain_message(nearest: list[dict], unmentioned: list[str] = ()) -> str:
     else:
         text = "The documentation does not cover this question, so I can't answer it from the docs."
     if nearest:
-        names = [f"\"{breadcrumb(n['heading_path']) or n['source']}\" ({n['source']})" for n in nearest]
+        names = [f"\"{breadcrumb(n['heading_path'], page_title=n.get('page_title')) or n['source']}\" ({n['source']})"
+                 for n in nearest]
         text += " The closest sections are " + ", ".join(names) + "."
     return text
 

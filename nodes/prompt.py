@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from graph.runtime import Stopwatch, options_for, question_of, with_timing
+from ingest.dialects import reading_of
 from prompts.loader import system_prompt, user_message
 
 HISTORY_MESSAGES = 4  # two earlier question/answer pairs
@@ -39,7 +40,7 @@ def prompt_blocks(blocks: list[dict], evidence: list[dict], max_words: int) -> l
     chosen: list[int] = []
     words = 0
     for index in order:
-        size = len(str(blocks[index].get("text", "")).split())
+        size = len(reading_of(blocks[index]).split())
         if chosen and words + size > max_words:
             continue
         chosen.append(index)

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from fieldguide.headings import heading_label
+from ingest.dialects import reading_of
 
 LONG_UNIT_WORDS = 60
 
@@ -163,5 +164,5 @@ def context_units(blocks: list[dict]) -> list[Unit]:
     units: list[Unit] = []
     for number, block in enumerate(blocks):
         path = block.get("heading_path") or []
-        units.extend(split_units(block.get("text") or "", number, heading_label(path[-1]) if path else ""))
+        units.extend(split_units(reading_of(block), number, heading_label(path[-1]) if path else ""))
     return units

@@ -33,11 +33,12 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 
 from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from ingest.dialects import reading_of
 from ingest.parts import section_gaps
 
 BLOCK_FIELDS = ("chunk_id", "group_id", "part_index", "part_count", "source", "heading_path",
                 "chunk_type", "content_kind", "text", "similarity", "rerank_score", "images",
-                "line_start", "line_end")  # the lines: for citations (result lines leave them out)
+                "line_start", "line_end", "reading", "page_title")  # the lines: for citations (result lines leave them out)
 
 
 def token_cost(chunk: dict) -> int:
@@ -194,6 +195,7 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             block = to_block(part)
             if previous is not None and int(previous["part_index"]) == index - 1:
                 block["text"] = trim_overlap(previous["text"], part["text"])
+                block["reading"] = trim_overlap(reading_of(previous), reading_of(part))
             context.append(block)
             previous = part
     for hit in below.values():  # each right after the last block of the section it belongs to

@@ -8,7 +8,12 @@ A transparent rule-based reading of English question forms (no vocabulary of one
   is there a way to ..." questions, which documentation answers with steps on screen.
 * conceptual cues: *why* (as a question), *what happens*, *what is the difference*, *how
   does/is ... work or differ*, *should I*, *do I need*, *is there a downside*, "can
-  <product> automatically ...", yes/no questions about behaviour.
+  <product> automatically ...", yes/no questions about behaviour; and naming an operations
+  topic (installing, upgrading, a container, a config file, an environment variable, the
+  database, a backup, a server, LDAP/SAML, an API): "how do I" about those asks for commands
+  and configuration, which no screen of the product shows. Measured on six doc sets nobody
+  tuned for (docs/BENCHMARKS.md, "Docs-site dialects"), most such questions were labelled
+  conceptual, whatever their "how do I".
 
 Each cue adds its weight to one side; the opening clause weighs 1.5x. The margin (screen
 minus conceptual) goes into the state as `intent_wording`: `weigh_intent` combines it with
@@ -36,6 +41,14 @@ UI_NOUNS = (
 UI_VERBS = (
     r"click\w*|tap|taps|tapped|tapping|press|pressing|select|selecting|drag\w*|toggle|toggling|"
     r"switch (?:on|off)|turn (?:on|off)|hover\w*|right-click\w*|double-click\w*|scroll\w*"
+)
+
+# Setting a product up and running it: documentation answers these with commands and configuration.
+OPERATIONS_TOPICS = (
+    r"command line|cli|terminal|shell|docker|compose|container|containers|kubernetes|helm|"
+    r"environment variables?|env vars?|config(?:uration)? files?|yaml|database|postgres\w*|sqlite|mysql|"
+    r"server|cron|install\w*|upgrad\w*|migrat\w*|s3|bucket|ldap|saml|oidc|oauth|api|webhooks?|smtp|tls|ntp|"
+    r"log files?|backups?|restore|reverse proxy|nginx|traefik|apt|repository|package"
 )
 
 SCREEN_CUES: list[tuple[str, float, str]] = [
@@ -69,6 +82,7 @@ CONCEPTUAL_CUES: list[tuple[str, float, str]] = [
     (r"\bwill (?:that|this|it|they)\b|\bdoes (?:that|this|it|unspent|the)\b", 1.0, "asks about behaviour"),
     (r"\bconfused\b|\bunderstand\b|\bexplain\b|\bconcept\b", 1.5, "asks for an explanation"),
     (r"\bcan i (?:put|use|keep|run|connect|publish|share|have)\b", 1.0, "asks what is possible"),
+    (rf"\b(?:{OPERATIONS_TOPICS})\b", 2.0, "names an operations topic"),
 ]
 
 AMBIGUOUS_MARGIN = 0.75

@@ -12,6 +12,7 @@ from functools import lru_cache
 from importlib import resources
 
 from fieldguide.headings import breadcrumb
+from ingest.dialects import reading_of
 from ingest.parts import left_out_after, left_out_before
 
 _HEADING = re.compile(r"^#{1,6}\s+")
@@ -59,7 +60,7 @@ def format_context(blocks: list[dict], numbers: list[int] | None = None) -> str:
         if skipped:
             lines.append(_left_out(skipped, block))
         attrs = [f'n="{number}"']
-        text = block.get("text", "").strip()
+        text = reading_of(block).strip()
         label = section_label(block, text, previous)
         if label:
             attrs.append(f'section="{label}"')
@@ -91,11 +92,11 @@ def section_label(block: dict, text: str, previous: dict | None = None) -> str:
             and previous.get("group_id") == block.get("group_id") and previous.get("heading_path") == path:
         return ""
     if not path:
-        return "(untitled)"
+        return block.get("page_title") or "(untitled)"
     first = text.split("\n", 1)[0]
     if _HEADING.match(first) and _HEADING.sub("", first).strip(" #") == path[-1].strip():
         path = path[:-1]
-    return breadcrumb(path)
+    return breadcrumb(path, page_title=block.get("page_title"))
 
 
 def _left_out(parts: list[int], block: dict) -> str:

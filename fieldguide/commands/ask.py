@@ -34,7 +34,7 @@ def format_sources(context: list[dict], citations: list[dict] | None = None) -> 
 
     lines, seen = [], set()
     for citation in citations or []:
-        section = breadcrumb(citation["heading_path"]) or "(intro)"
+        section = breadcrumb(citation["heading_path"], page_title=citation.get("page_title")) or "(intro)"
         lines.append(f"  [{citation['n']}] {citation['source']}: {section} ({citation['url']})")
         seen.add((citation["source"], tuple(citation["heading_path"])))
     for block in context:
@@ -42,7 +42,7 @@ def format_sources(context: list[dict], citations: list[dict] | None = None) -> 
         if key in seen:
             continue
         seen.add(key)
-        section = breadcrumb(block["heading_path"]) or "(intro)"
+        section = breadcrumb(block["heading_path"], page_title=block.get("page_title")) or "(intro)"
         lines.append(f"  - {block['source']}: {section}")
     return lines
 

@@ -29,13 +29,17 @@ def run(args: argparse.Namespace) -> int:
     if not docs_dir.is_dir():
         print(f"fieldguide chunks: {docs_dir} is not a folder", file=sys.stderr)
         return 2
+    from ingest.dialects import folder_dialect_of
+
+    paths = iter_markdown_files(docs_dir)
     try:
         chunker = Chunker()
-    except ValueError as exc:  # a setting of the wrong type
+        chunker.dialect = folder_dialect_of(docs_dir, paths, chunker.settings.docs_dialect)
+    except ValueError as exc:  # a setting of the wrong type, a dialect it does not know
         print(f"fieldguide chunks: {exc}", file=sys.stderr)
         return 2
     files = []
-    for path in iter_markdown_files(docs_dir):
+    for path in paths:
         try:
             files.append((path.read_bytes(), path.relative_to(docs_dir).as_posix()))
         except OSError as exc:

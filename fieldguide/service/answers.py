@@ -16,7 +16,7 @@ from fieldguide.headings import breadcrumb
 
 Resolve = Callable[[str], str | None]  # a docs file's path -> the URL a reader opens (None: none)
 
-CITATION_FIELDS = ("chunk_id", "source", "heading_path", "line_start", "line_end")
+CITATION_FIELDS = ("chunk_id", "source", "heading_path", "line_start", "line_end", "page_title")
 
 
 def citations_for(final: dict[str, Any], resolve: Resolve) -> list[dict[str, Any]]:
@@ -63,7 +63,8 @@ def search_hits(state: dict[str, Any], k: int, resolve: Resolve) -> list[dict[st
             "chunk_id": chunk.get("chunk_id"),
             "source": chunk.get("source"),
             "heading_path": path,
-            "breadcrumb": breadcrumb(path, " › "),
+            "page_title": chunk.get("page_title") or "",
+            "breadcrumb": breadcrumb(path, " › ", chunk.get("page_title")),
             "line_start": chunk.get("line_start"),
             "line_end": chunk.get("line_end"),
             "url": resolve(chunk["source"]) if chunk.get("source") else None,

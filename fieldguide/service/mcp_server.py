@@ -42,7 +42,10 @@ class SearchHit(BaseModel):
     chunk_id: str | None
     source: str | None
     heading_path: list[str]
-    breadcrumb: str = Field(description="The heading path as one line, top heading first.")
+    page_title: str = Field("", description="The page's title when only its front matter has one (no H1): "
+                                            "the breadcrumb's first crumb.")
+    breadcrumb: str = Field(description="The page title (when only front matter has it) and the heading path "
+                                        "as one line, top first.")
     line_start: int | None = Field(description="First line of the source file the chunk covers (1-based).")
     line_end: int | None = Field(description="Last line of the source file the chunk covers (inclusive).")
     url: str | None = Field(description="Where a reader opens the source file (relative to the service "
@@ -70,7 +73,8 @@ class AskResult(BaseModel):
     coverage_reason: str = Field("", description="Why, in a few words.")
     intent: str | None
     citations: list[dict[str, Any]] = Field(
-        description="n, chunk_id, source, heading_path, line_start, line_end, url (and resource) per cited section.")
+        description="n, chunk_id, source, heading_path, page_title, line_start, line_end, url (and resource) "
+                    "per cited section.")
     standalone_question: str | None = None
 
 

@@ -38,7 +38,7 @@ from fieldguide.service.failures import reader_message
 log = logging.getLogger("fieldguide.service")
 
 SOURCE_FIELDS = ("chunk_id", "source", "heading_path", "images", "part_index", "part_count",
-                 "content_kind", "line_start", "line_end")
+                 "content_kind", "line_start", "line_end", "page_title")
 
 
 def source_entry(block: dict[str, Any], resolve_image, n: int | None = None,

@@ -57,8 +57,17 @@ const FieldguideChat = (function () {
       .join("").split(/\s+/).filter(Boolean).join(" ");
   }
 
-  function breadcrumb(headingPath) {
-    return headingPath.map(headingLabel).join(" › ");
+  function breadcrumb(headingPath, pageTitle) {
+    // A page whose title is only in its front matter (no H1) shows that title first, as the site does.
+    const crumbs = (headingPath || []).map(headingLabel);
+    const title = (pageTitle || "").trim();
+    if (title && crumbs[0] !== title) crumbs.unshift(title);
+    return crumbs.join(" › ");
+  }
+
+  function sourceCrumbs(source) {
+    const shown = breadcrumb(source.heading_path, source.page_title);
+    return shown ? " — " + shown : "";
   }
 
   // ---- URLs ------------------------------------------------------------------------------
@@ -155,7 +164,7 @@ const FieldguideChat = (function () {
     link.href = onService(turn.base, source.url || source.link) || "#";
     link.target = "_blank";
     link.rel = "noopener noreferrer";
-    link.title = (source.source || "") + ((source.heading_path || []).length ? " — " + breadcrumb(source.heading_path) : "");
+    link.title = (source.source || "") + sourceCrumbs(source);
     for (const [event, on] of [["mouseenter", true], ["focus", true], ["mouseleave", false], ["blur", false]]) {
       link.addEventListener(event, () => highlightSource(turn, n, on));
     }
@@ -225,7 +234,7 @@ const FieldguideChat = (function () {
       link.textContent = source.source || "(unknown file)";
       const crumbs = doc.createElement("span");
       crumbs.className = "breadcrumb";
-      crumbs.textContent = (source.heading_path || []).length ? " — " + breadcrumb(source.heading_path) : "";
+      crumbs.textContent = sourceCrumbs(source);
       item.append(link, crumbs);
       const urls = source.image_urls || [];
       if (urls.length) {

@@ -11,7 +11,7 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = Path(__file__).parent / "golden"
-DOCS = sorted(p.name for p in DATA.glob("*.md"))
+DOCS = sorted(p.name for p in DATA.iterdir() if p.suffix in (".md", ".mdx"))
 
 
 def render(chunks) -> str:

@@ -127,7 +127,9 @@ def test_citations_carry_source_lines_and_a_url():
     citations = citations_for([2, 1, 2, 9], BLOCKS)
     assert [c["n"] for c in citations] == [1, 2]
     assert citations[0] == {"n": 1, "chunk_id": "a", "source": "screens/booking-form.md",
-                            "heading_path": ["Booking form", "Skipper"], "line_start": 12, "line_end": 30,
-                            "url": "/docs-assets/screens/booking-form.md#L12-L30"}
+                            "heading_path": ["Booking form", "Skipper"], "page_title": "", "line_start": 12,
+                            "line_end": 30, "url": "/docs-assets/screens/booking-form.md#L12-L30"}
+    titled = citations_for([1], [{**BLOCKS[0], "heading_path": ["Skipper"], "page_title": "Booking form"}])[0]
+    assert (titled["heading_path"], titled["page_title"]) == (["Skipper"], "Booking form")
     template = "https://example.org/blob/main/docs/{source}#L{line_start}-L{line_end}"
     assert citations_for([2], BLOCKS, template)[0]["url"] == "https://example.org/blob/main/docs/concepts/pricing.md#L3-L8"

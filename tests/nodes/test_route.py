@@ -1,6 +1,6 @@
 import pytest
 
-from nodes.route import classify, route
+from nodes.route import classify, route, wording_margin
 
 
 @pytest.mark.parametrize("question", [
@@ -67,3 +67,14 @@ def test_the_wording_margin_is_kept_for_weigh_intent():
     update = route({"question": "Where is the export button?"})
     assert update["intent_wording"] > 0
     assert route({"question": "Где находится кнопка экспорта?"})["intent_wording"] == 0.0  # no English cue
+
+
+@pytest.mark.parametrize("question", [
+    "How do I install the server on a NAS with Docker?",
+    "How should I back up the database before upgrading?",
+    "Which environment variable sets the log level?",
+])
+def test_operations_questions_lean_conceptual(question):
+    _, reasons = wording_margin(question)
+    assert any(reason.endswith("conceptual: names an operations topic") for reason in reasons)
+    assert classify(question)[0] != "screen"

@@ -1,0 +1,211 @@
+"""Docs-site dialects read for their meaning (`ingest.dialects`).
+
+Each dialect has a fixture in `data/dialect-*`; its reading (one line a source line: `NNN | as
+written` then `    = reading`, `    -` where the line disappears) is pinned in
+`golden/dialect-*.reading.txt`. Regenerate with `FIELDGUIDE_UPDATE_GOLDEN=1`, then read the diff.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+from fieldguide.headings import breadcrumb, shown_labels
+from ingest.chunker import Chunker
+from ingest.dialects import (
+    ALL_FAMILIES, FAMILIES, NOT_AVAILABLE, Dialect, detect_dialects, folder_dialect, leftover_syntax,
+    parse_setting, read_fragment, read_lines, reading_of,
+)
+from ingest.kind import decide_content_kind
+from ingest.markdown import decode_markdown, parse_markdown
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = Path(__file__).parent / "golden"
+FIXTURES = sorted(p.name for p in DATA.iterdir() if p.name.startswith("dialect-"))
+PLAIN = ["empty.md", "leading-rules.md", "long.md", "merge.md", "notes-only.md", "screen.md", "setext-paragraph.md",
+         "ui.md"]
+EXPECTED_FAMILY = {"dialect-mkdocs.md": "mkdocs", "dialect-docusaurus.mdx": "docusaurus", "dialect-mdc.md": "mdc",
+                   "dialect-hugo.md": "hugo", "dialect-jekyll.md": "jekyll"}
+SOURCES = frozenset(p.name for p in DATA.iterdir())
+
+
+def render_reading(lines, reading) -> str:
+    out = []
+    for number, (raw, read) in enumerate(zip(lines, reading.lines), 1):
+        out.append(f"{number:03} | {raw}")
+        if read != raw:
+            out.append("    -" if read is None else f"    = {read}")
+    return "\n".join(out) + "\n"
+
+
+def document(name):
+    text, _ = decode_markdown((DATA / name).read_bytes(), name)
+    return parse_markdown(text, name)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_reading_matches_golden(name):
+    doc = document(name)
+    reading = read_lines(doc.lines, Dialect(ALL_FAMILIES, SOURCES), name, doc.body_start)
+    actual = render_reading(doc.lines, reading)
+    golden = GOLDEN / (name + ".reading.txt")
+    if os.environ.get("FIELDGUIDE_UPDATE_GOLDEN"):
+        golden.write_text(actual, encoding="utf-8")
+    assert actual == golden.read_text(encoding="utf-8")
+
+
+def test_every_dialect_has_a_fixture():
+    assert sorted(EXPECTED_FAMILY.values()) == sorted(FAMILIES)
+    assert sorted(EXPECTED_FAMILY) == FIXTURES
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_no_syntax_left_in_what_is_embedded_or_quoted(settings, name):
+    chunker = Chunker(settings, dialect=Dialect(ALL_FAMILIES, SOURCES))
+    chunks = chunker.chunk_path(DATA / name, DATA).chunks
+    assert any(leftover_syntax(c.text) for c in chunks), "the fixture holds no construct to read"
+    for chunk in chunks:
+        assert leftover_syntax(chunk.embed_text) == [], chunk.embed_text
+        assert leftover_syntax(chunk.reading) == [], chunk.reading
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_nothing_is_lost_and_text_is_as_written(settings, name):
+    chunks = Chunker(settings).chunk_path(DATA / name, DATA).chunks
+    doc = document(name)
+    covered = set()
+    for chunk in chunks:
+        covered.update(range(chunk.line_start - 1, chunk.line_end))
+        if chunk.part_count == 1:
+            assert chunk.text == "\n".join(doc.lines[chunk.line_start - 1:chunk.line_end])
+    assert [i for i in range(doc.body_start, len(doc.lines)) if doc.lines[i].strip() and i not in covered] == []
+
+
+@pytest.mark.parametrize("name", PLAIN)
+def test_plain_markdown_reads_as_written(chunker, name):
+    for chunk in chunker.chunk_path(DATA / name, DATA).chunks:
+        assert chunk.reading == chunk.text
+        assert chunk.embed_text.split("\n\n", 1)[1].startswith(chunk.text)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_the_dialect_is_detected(name):
+    assert EXPECTED_FAMILY[name] in detect_dialects([(DATA / name).read_text(encoding="utf-8")])
+
+
+def test_plain_docs_have_no_dialect():
+    assert detect_dialects((DATA / name).read_text(encoding="utf-8") for name in PLAIN) == frozenset()
+    assert folder_dialect([]).name == "commonmark"
+
+
+def test_syntax_shown_in_a_code_block_is_no_construct():
+    text = "Write an admonition like this:\n\n```markdown\n!!! note \"Title\"\n    Body.\n```\n"
+    assert detect_dialects([text]) == frozenset()
+    reading = read_lines(text.split("\n"), Dialect())
+    assert reading.lines[3] == '!!! note "Title"'
+
+
+def test_the_setting_names_a_dialect():
+    assert parse_setting("auto") is None and parse_setting("") is None
+    assert parse_setting("commonmark") == frozenset()
+    assert parse_setting("mkdocs, mdx") == frozenset({"mkdocs", "docusaurus"})
+    with pytest.raises(ValueError, match="sphinx.*mkdocs, docusaurus, mdc, hugo, jekyll"):
+        parse_setting("sphinx")
+    assert folder_dialect(["!!! note\n    x\n"], setting="hugo").families == frozenset({"hugo"})
+
+
+def test_unknown_constructs_pass_through_unchanged():
+    lines = [":::custom", "Body.", ":::", "{{< shortcode >}}", "!!! note", "    indented"]
+    docusaurus = read_lines(lines, Dialect(frozenset({"docusaurus"})))
+    assert docusaurus.lines == lines  # no admonition type: not a Docusaurus container; no Hugo, no MkDocs
+    plain = read_lines(lines, Dialect(frozenset()))
+    assert plain.lines == lines
+
+
+def test_an_icon_component_reads_as_its_title_and_counts_as_a_button():
+    line = 'Set it by clicking on :icon{name="material-symbols:more-vert" title="Field Width Button"} in the page.'
+    read = read_lines([line], Dialect(frozenset({"mdc"}))).lines[0]
+    assert read == "Set it by clicking on [Field Width Button] in the page."
+    text = f"{read}\n\nThen open :icon{{name=\"x\" title=\"Display Options\"}} to change it."
+    reading = read_lines(text.split("\n"), Dialect(frozenset({"mdc"})))
+    kind, reason = decide_content_kind("\n".join(line for line in reading.lines if line is not None), ["Width"], {})
+    assert "2 bold UI labels" in reason
+
+
+def test_includes_read_as_where_their_text_is():
+    dialect = Dialect(frozenset({"mkdocs"}), frozenset({"guide/shared.md"}))
+    lines = ['--8<-- "docs/guide/shared.md"', '--8<-- "includes/missing.md"', "--8<--", "guide/shared.md", "--8<--"]
+    assert read_lines(lines, dialect, "guide/page.md").lines == [
+        "(included from guide/shared.md)", NOT_AVAILABLE, None, "(included from guide/shared.md)", None]
+
+
+def test_admonitions_are_marked_as_note_tip_or_warning():
+    lines = ['!!! danger "Data loss"', "    Back up.", ":::tip", "Fast.", ":::", "{{< hint info >}}", "{{< /hint >}}"]
+    read = read_lines(lines, Dialect()).lines
+    assert read == ["Warning: Data loss", "Back up.", "Tip:", "Fast.", None, "Note:", None]
+
+
+def test_a_part_is_read_from_the_state_at_its_first_line(settings):
+    body = "\n\n".join(f"    Paragraph {n} of the admonition explains one more setting in some detail, "
+                       f"with enough words to need a part of its own." for n in range(40))
+    text = f"# Settings\n\n!!! note \"Limits\"\n{body}\n\nAfter the note.\n"
+    chunks = Chunker(settings).chunk_text(text, "limits.md")
+    assert len(chunks) > 2
+    for chunk in chunks:
+        assert not any(line.startswith("    ") for line in chunk.reading.split("\n")), chunk.reading
+        assert leftover_syntax(chunk.embed_text) == []
+    assert chunks[0].reading.startswith("# Settings\n\nNote: Limits")
+
+
+def test_a_fragment_inside_a_code_block_reopens_it():
+    lines = ["```yaml", "key: {{< sitevar name=\"domain\" >}}", "other: 1", "```"]
+    reading = read_lines(lines, Dialect(frozenset({"hugo"})), keep_states=True)
+    assert reading.lines[1] == "key: domain"  # Hugo renders shortcodes inside code too
+    assert read_fragment("other: 1\n```", Dialect(frozenset({"hugo"})), state=reading.states[2]) == \
+        "```\nother: 1\n```"
+
+
+def test_mdc_props_are_no_heading(settings):
+    text = '---\ntitle: Cards\n---\n\n::card{title="Relations"}\n---\nto: /x\n---\nLink items.\n::\n'
+    chunks = Chunker(settings).chunk_text(text, "cards.md")
+    assert [c.heading_path for c in chunks] == [[]]
+    assert chunks[0].reading == "Relations:\nLink items."
+
+
+def test_a_page_without_h1_is_titled_from_front_matter(settings):
+    toml = '+++\ntitle = "Backups"\n+++\n\n## Where\n\nNightly.\n'
+    yaml = "---\ntitle: Backups\n---\n\n# Backups and restores\n\nNightly.\n"
+    untitled, = Chunker(settings).chunk_text(toml, "b.md")
+    titled, = Chunker(settings).chunk_text(yaml, "c.md")
+    assert (untitled.heading_path, untitled.page_title) == (["Where"], "Backups")
+    assert untitled.embed_text.startswith("Backups > Where\n\n")
+    assert (titled.heading_path, titled.page_title) == (["Backups and restores"], "")
+    assert breadcrumb(untitled.heading_path, page_title=untitled.page_title) == "Backups > Where"
+    assert shown_labels([], "Backups") == ["Backups"]
+    assert shown_labels(["Backups"], "Backups") == ["Backups"]
+
+
+def test_an_invisible_piece_joins_the_next(settings):
+    text = "import Tabs from '@theme/Tabs';\n\n## Install\n\nRun it.\n"
+    chunks = Chunker(settings).chunk_text(text, "install.mdx")
+    assert len(chunks) == 1 and chunks[0].line_start == 1
+    assert chunks[0].reading == "## Install\n\nRun it."
+
+
+def test_reading_of_a_block_falls_back_to_its_text():
+    assert reading_of({"text": "raw", "reading": "read"}) == "read"
+    assert reading_of({"text": "raw", "reading": ""}) == ""
+    assert reading_of({"text": "raw"}) == "raw"
+
+
+def test_an_imported_markdown_component_is_an_include():
+    lines = ["import Steps from '/docs/partials/_steps.mdx';", "", "<Steps />", "Then <Steps /> again."]
+    dialect = Dialect(frozenset({"docusaurus"}), frozenset({"partials/_steps.mdx"}))
+    assert read_lines(lines, dialect, "install.mdx").lines == [
+        None, "", "(included from partials/_steps.mdx)", "Then (included from partials/_steps.mdx) again."]
+
+
+def test_hugo_callouts_and_site_variables_read_as_the_page_shows_them():
+    lines = ['{{< callout context="note" title="Note" icon="outline/info-circle" >}}', "Body.", "{{< /callout >}}",
+             'Open `https://{{< sitevar name="domain" nojs="example.com" >}}`.']
+    assert read_lines(lines, Dialect(frozenset({"hugo"}))).lines == ["Note:", "Body.", None,
+                                                                    "Open `https://example.com`."]
