@@ -76,6 +76,21 @@ _DONE = object()
 _CLASSES = None
 
 
+def _local_base(base_url: str | None) -> bool:
+    from urllib.parse import urlsplit
+
+    return (urlsplit(base_url or "").hostname or "") in ("127.0.0.1", "localhost", "::1")
+
+
+def _speaks_max_tokens(base_url: str | None) -> bool:
+    """An endpoint other than OpenAI's own: it is sent `max_tokens` too (OpenAI's newer models
+    refuse that name, which the compatible servers read)."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base_url or "").hostname or ""
+    return bool(base_url) and not (host == "api.openai.com" or host.endswith(".openai.azure.com"))
+
+
 def _chat_classes():
     """(LoopSafeChatOpenAI, SupervisedChatOpenAI), built on first use: importing langchain_openai
     costs about a second."""
@@ -95,6 +110,17 @@ def _chat_classes():
         through the loop's queue as they come; leaving the stream early closes the HTTP stream,
         which stops the generation.
         """
+
+        def _get_request_payload(self, *args, **kwargs) -> dict:
+            # langchain-openai sends the length limit as `max_completion_tokens`, which OpenAI's own
+            # API wants; many OpenAI-compatible servers (llama.cpp's Python server among them) read
+            # only `max_tokens`, and ignoring the limit lets an answer run until the context is full.
+            payload = super()._get_request_payload(*args, **kwargs)
+            if "max_completion_tokens" in payload and _speaks_max_tokens(self.openai_api_base):
+                payload.setdefault("max_tokens", payload["max_completion_tokens"])
+                if _local_base(self.openai_api_base):
+                    del payload["max_completion_tokens"]
+            return payload
 
         def _before_call(self) -> None:
             """Runs in the worker thread before each call (the local model makes sure its process answers)."""

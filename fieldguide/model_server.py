@@ -14,6 +14,9 @@ hosted endpoint (`fieldguide.chat`).
   question after a crash restarts the model;
 - the port stays the same across restarts, so a chat client built once keeps working;
 - the child dies with its parent (Linux `PR_SET_PDEATHSIG`), and `stop()` (also at exit) ends it.
+  The kernel sends that signal when the *thread* that forked the child ends, not the process:
+  every child is therefore forked by one spawner thread that lives as long as the process
+  (`_spawn`), never by the short-lived thread that happened to ask for the model first.
 
 One server per (model file, context window, threads) in a process (`server_for`): every
 `Resources` of the process shares it, as they shared one loaded model before.
@@ -59,6 +62,39 @@ def exit_description(returncode: int | None) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exited with status {returncode}"
+
+
+class _Spawner:
+    """One thread, alive as long as the process, that forks every model child (see the module doc)."""
+
+    def __init__(self):
+        import queue
+
+        self._requests: "queue.Queue" = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def popen(self, *args, **kwargs) -> subprocess.Popen:
+        from concurrent.futures import Future
+
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="fieldguide-model-spawner", daemon=True)
+                self._thread.start()
+        done: Future = Future()
+        self._requests.put((done, args, kwargs))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            done, args, kwargs = self._requests.get()
+            try:
+                done.set_result(subprocess.Popen(*args, **kwargs))
+            except BaseException as exc:  # handed to the caller, which raises it
+                done.set_exception(exc)
+
+
+_spawner = _Spawner()
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -132,7 +168,7 @@ class LocalModelServer:
             self._log = open(self.log_path, "ab")
             env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", OPENMP_WAIT_POLICY)}
             self._ready = False
-            self._process = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
+            self._process = _spawner.popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)
 
     def ensure_ready(self) -> None:

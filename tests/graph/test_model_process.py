@@ -138,3 +138,49 @@ def test_a_file_that_is_no_model_fails_with_the_reason_and_nothing_else_dies(tmp
 def test_a_missing_model_file_is_named(tmp_path):
     with pytest.raises(ModelUnavailable, match="not found"):
         local_model(tmp_path, chat_model=str(tmp_path / "missing.gguf"))
+
+
+def test_the_model_process_outlives_the_thread_that_first_asked_for_it(tmp_path):
+    """Linux signals a child whose parent *thread* ends (PR_SET_PDEATHSIG): a model started from a
+    short-lived thread (a warm-up, a worker) must not be killed when that thread is done."""
+    import threading
+
+    model = local_model(tmp_path, max_answer_tokens=4, chat_context_window=512)
+    server = model.server
+    server.stop()
+    starter = threading.Thread(target=server.ensure_ready)
+    starter.start()
+    starter.join()
+    pid = server.pid
+    time.sleep(1.0)  # a signal from the ended thread would have arrived by now
+    assert server.state() == "ready" and server.pid == pid, server.last_exit
+    answer = "".join(chunk.content for chunk in model.stream([HumanMessage("Say hi")]))
+    assert answer.strip() and server.pid == pid and server.restarts == 0
+
+
+def test_the_local_model_stops_at_the_length_each_request_asks_for(tmp_path):
+    """llama.cpp's server reads `max_tokens` only; sent the newer `max_completion_tokens` alone, it
+    would write until the context is full."""
+    model = local_model(tmp_path, max_answer_tokens=6)
+    prompt = [HumanMessage("Tell a very long story about a boat, with many chapters.")]
+
+    def tokens(runnable) -> int:  # the server streams one token a chunk
+        return sum(1 for chunk in runnable.stream(prompt) if chunk.content)
+
+    assert 0 < tokens(model) <= 6
+    assert 0 < tokens(model.bind(max_tokens=3)) <= 3
+
+
+def test_endpoints_other_than_openais_are_sent_the_length_as_max_tokens_too():
+    from fieldguide.chat import load_chat_model
+
+    def payload(base_url):
+        settings = Settings(chat_provider="openai", chat_model="m", openai_base_url=base_url, max_answer_tokens=7)
+        return load_chat_model(settings)._get_request_payload([HumanMessage("hi")])
+
+    assert payload("http://127.0.0.1:8080/v1")["max_tokens"] == 7
+    assert "max_completion_tokens" not in payload("http://127.0.0.1:8080/v1")
+    compatible = payload("https://llm.example.com/v1")
+    assert compatible["max_tokens"] == compatible["max_completion_tokens"] == 7
+    official = payload("https://api.openai.com/v1")
+    assert official["max_completion_tokens"] == 7 and "max_tokens" not in official
