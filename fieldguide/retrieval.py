@@ -4,14 +4,25 @@ from __future__ import annotations
 import time
 from typing import Any, AsyncIterator
 
+from ingest.dialects import reading_of
+
 RESULT_STAGES = ("search", "threshold", "rerank", "cap")
 ANSWER_TIMINGS = ("evidence", "prompt", "generate", "first_token")  # not retrieval's: left out of result lines
-CITATION_ONLY_FIELDS = ("line_start", "line_end")  # in the state's blocks for citations, not in result lines
+# In the state's blocks for citations and the page's breadcrumbs, not in result lines.
+CITATION_ONLY_FIELDS = ("line_start", "line_end", "page_title", "reading")
+# An answer line's citation, as DESIGN.md gives it (`label` too, for a labelled doc set's chunk).
+ANSWER_LINE_CITATION_FIELDS = ("n", "chunk_id", "source", "heading_path", "line_start", "line_end", "url", "label")
 
 
 def result_blocks(context: list[dict]) -> list[dict]:
-    """Context blocks as the result line shows them."""
-    return [{k: v for k, v in block.items() if k not in CITATION_ONLY_FIELDS} for block in context or []]
+    """Context blocks as the result line shows them: `text` is what the generator reads (the
+    block's reading: its Markdown with a docs site's dialect read for its meaning)."""
+    return [{k: (reading_of(block) if k == "text" else v) for k, v in block.items() if k not in CITATION_ONLY_FIELDS}
+            for block in context or []]
+
+
+def answer_line_citations(citations: list[dict]) -> list[dict]:
+    return [{k: c[k] for k in ANSWER_LINE_CITATION_FIELDS if k in c} for c in citations or []]
 
 
 def result_line(question_id: str | None, state: dict, total_ms: float) -> dict[str, Any]:
@@ -92,7 +103,7 @@ def answer_line(line_id: str | None, question: str, state: dict) -> dict[str, An
         "coverage": coverage_of(state),
         "coverage_reason": state.get("coverage_reason") or "",
         "answer": state.get("answer", ""),
-        "citations": list(state.get("citations") or []),
+        "citations": answer_line_citations(state.get("citations") or []),
         "sentences": list(state.get("sentences") or []),
         "context": result_blocks(state.get("context") or []),
         "timings_ms": timings,

@@ -604,7 +604,8 @@ class ChunkStore:
         from ingest.chunk import chunk_uuid
 
         label = {"label": self.label} if self.label else {}
-        objects = [DataObject(properties={**{name: record.get(name, "") for name in CHUNK_FIELDS}, **label},
+        objects = [DataObject(properties={**{name: record.get(name, "") for name in CHUNK_FIELDS}, **label,
+                                          "reading": _reading(record), "page_title": record.get("page_title") or ""},
                               uuid=chunk_uuid(record["chunk_id"]), vector=_as_list(vector))
                    for record, vector in zip(records, vectors, strict=True)]
         if objects:
@@ -882,6 +883,9 @@ def _record(properties: dict, fields: tuple[str, ...] = CHUNK_FIELDS) -> dict:
         record[name] = int(record[name]) if record[name] is not None else 0
     for name in ("heading_path", "images"):
         record[name] = list(record[name] or [])  # Weaviate omits empty arrays
+    if "reading" in fields:  # a record written without one reads as its text
+        record["reading"] = _reading(properties)
+        record["page_title"] = properties.get("page_title") or ""
     return record
 
 
@@ -999,5 +1003,6 @@ def open_store(settings=None, collection: str | None = None) -> Iterator[ChunkSt
 
 
 def _reading(properties: dict) -> str:
-    """A stored chunk's reading, or its text when it has none (written before readings were)."""
+    """A chunk's reading, or its text when it has none (written before readings were, or a
+    record made without the dialect pass)."""
     return properties.get("reading") or properties.get("text") or ""

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 FAMILIES = ("mkdocs", "docusaurus", "mdc", "hugo", "jekyll")
+# What a folder without a dialect reads as, and what a manifest from before dialects means.
+DEFAULT_DIALECT = "commonmark"
 ALL_FAMILIES = frozenset(FAMILIES)
 NOT_AVAILABLE = "(included content not available)"
 
@@ -169,7 +171,7 @@ class Dialect:
     @property
     def name(self) -> str:
         """What the manifest records: "commonmark" or the families, joined by "+"."""
-        return "+".join(f for f in FAMILIES if f in self.families) or "commonmark"
+        return "+".join(f for f in FAMILIES if f in self.families) or DEFAULT_DIALECT
 
     def include_reading(self, target: str, source: str) -> str:
         target = (target or "").strip().strip("\"'")

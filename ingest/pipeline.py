@@ -135,7 +135,7 @@ def _patient(store):
 def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log, token_pass) -> IngestSummary:
     from ingest.chunk import CHUNKER_VERSION
     from ingest.chunker import Chunker, iter_markdown_files
-    from ingest.dialects import folder_dialect_of
+    from ingest.dialects import DEFAULT_DIALECT, folder_dialect_of
     from ingest.feed import ChunkFeed
 
     from fieldguide.embedding import embedding_backend_id, embedding_model_id
@@ -175,9 +175,10 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
         manifest = store.check_manifest(index.model_id, index.backend_id)  # ModelMismatch names --reindex
     known = store.file_records() if manifest else {}
     stored = store.source_counts() if manifest else {}  # what is really there (a killed run leaves more)
-    # chunks read in another dialect are read again, as after a change of the chunker
+    # chunks read in another dialect are read again, as after a change of the chunker (a manifest
+    # that names none was written before dialects, when every folder read as CommonMark)
     same_chunker = (bool(manifest) and manifest.get("chunker_version") == CHUNKER_VERSION
-                    and manifest.get("docs_dialect") == dialect.name)
+                    and (manifest.get("docs_dialect") or DEFAULT_DIALECT) == dialect.name)
 
     # the feed reads, hashes and chunks what changed while the model encodes
     seen = {source for source, _ in files}

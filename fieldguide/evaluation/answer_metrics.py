@@ -14,6 +14,9 @@ scored against the answer line "<id>#<k>"). Over answerable turns unless said ot
 * answer_words       median content words per spoken answer
 * abstain_ok         share of UNANSWERABLE turns abstained on
 * false_abstain      share of answerable turns abstained on
+* honest_ok          share of UNANSWERABLE turns whose coverage is not "covered" (the reader is told
+                     the docs may not say; a line without coverage reads from its abstain)
+* false_flag         share of answerable turns whose coverage is not "covered"
 * first_token_ms     median of timings_ms.first_token
 
 Facts are matched like retrieval's (`metrics.normalise`). Content words are words of three
@@ -29,7 +32,7 @@ from fieldguide.headings import heading_labels
 
 ANSWER_METRICS = ("answer_facts_all", "answer_facts_soft", "context_facts_all", "carry", "grounded_words",
                   "invented", "cited", "bad_citations", "answer_words", "abstain_ok", "false_abstain",
-                  "first_token_ms")
+                  "honest_ok", "false_flag", "first_token_ms")
 _CITE = re.compile(r"\[(\d{1,3})\]")
 _WORD = re.compile(r"[a-z][a-z0-9'-]{2,}")
 FUNCTION_WORDS = frozenset("""about above after again against all also and any are because been before being below
@@ -68,6 +71,14 @@ def turns_of(questions: list[dict]) -> list[dict]:
 def _context_text(answer: dict) -> str:
     return "\n".join(" ".join(heading_labels(b.get("heading_path"))) + "\n" + (b.get("text") or "")
                      for b in answer.get("context") or [])
+
+
+def coverage_of(answer: dict) -> str:
+    """The line's coverage verdict; a line without one (an older run) reads from its abstain."""
+    value = answer.get("coverage")
+    if value in ("covered", "partial", "not_covered"):
+        return value
+    return "not_covered" if answer.get("abstain") else "covered"
 
 
 def _share(values: list[bool]) -> float | None:
@@ -118,5 +129,7 @@ def score_answers(items: list[dict], lines: list[dict]) -> dict:
         "answer_words": statistics.median([s["words"] for s in spoken]) if spoken else None,
         "abstain_ok": _share([bool((answers.get(q["id"]) or {}).get("abstain")) for q in items if not q["answerable"]]),
         "false_abstain": _share([bool((answers.get(q["id"]) or {}).get("abstain")) for q in answerable]),
+        "honest_ok": _share([coverage_of(answers.get(q["id"]) or {}) != "covered" for q in items if not q["answerable"]]),
+        "false_flag": _share([coverage_of(answers.get(q["id"]) or {}) != "covered" for q in answerable]),
         "first_token_ms": round(statistics.median(first), 1) if first else None,
     }

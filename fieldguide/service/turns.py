@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fieldguide.errors import FieldguideError
-from fieldguide.retrieval import coverage_of
+from fieldguide.retrieval import answer_line_citations, coverage_of
 from fieldguide.source_links import source_url
 from fieldguide.service.conversations import Conversation
 from fieldguide.service.failures import reader_message
@@ -154,7 +154,7 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
             "coverage": coverage_of(final),
             "coverage_reason": final.get("coverage_reason") or "",
             "standalone_question": final.get("standalone_question") or graph_input.get("question"),
-            "citations": list(final.get("citations") or []),
+            "citations": answer_line_citations(final.get("citations") or []),  # as in the answer line
             "sentences": list(final.get("sentences") or []),
             "timings_ms": timings,
         }

@@ -291,4 +291,5 @@ def test_a_manifest_from_before_backends_reads_as_torch_and_takes_the_new_proper
         store.set_manifest("m", 3, "2", "onnx-int8")
         assert store.manifest() == {"embedding_model": "m", "dimension": 3, "chunker_version": "2",
                                     "embedding_backend": "onnx-int8", "calibration": None,
-                                    "query_prompt": None, "passage_prompt": None, "ingest_stamp": None}
+                                    "query_prompt": None, "passage_prompt": None, "ingest_stamp": None,
+                                    "docs_dialect": None}

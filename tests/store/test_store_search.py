@@ -53,8 +53,9 @@ def test_results_carry_every_record_field_but_the_embedded_text(filled_store):
     store, records, vectors = filled_store
     result = store.near_vector(vectors[4], k=1)[0]
     assert result["similarity"] == pytest.approx(1.0, abs=1e-5)
+    # a record written without a reading (the dialect pass's text) reads as its own text
     assert {k: v for k, v in result.items() if k != "similarity"} == {
-        k: v for k, v in records[4].items() if k != "embed_text"}
+        **{k: v for k, v in records[4].items() if k != "embed_text"}, "reading": records[4]["text"], "page_title": ""}
 
 
 def test_content_kind_filter(filled_store):
@@ -154,7 +155,7 @@ def test_manifest_round_trip_and_mismatch(filled_store):
     assert store.manifest() == {"embedding_model": "test-model", "dimension": DIM, "chunker_version": "1",
                                 "embedding_backend": "onnx-none",
                                 "calibration": None, "query_prompt": None, "passage_prompt": None,
-                                "ingest_stamp": None}
+                                "ingest_stamp": None, "docs_dialect": None}
     assert store.check_manifest("test-model")["dimension"] == DIM
     with pytest.raises(ModelMismatch, match="--reindex"):
         store.check_manifest("another-model")

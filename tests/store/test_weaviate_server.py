@@ -67,7 +67,7 @@ def test_two_processes_share_one_server_that_survives_a_restart(tmp_path, weavia
             assert store.manifest() == {"embedding_model": "m", "dimension": 3, "chunker_version": "1",
                                         "embedding_backend": "onnx-none",
                                         "calibration": None, "query_prompt": None, "passage_prompt": None,
-                                        "ingest_stamp": None}
+                                        "ingest_stamp": None, "docs_dialect": None}
         status = weaviate_server.status(settings)
         assert status["ready"] and status["pid"] not in pids
     finally:
