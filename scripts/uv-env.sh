@@ -15,6 +15,8 @@ export UV_LINK_MODE="${UV_LINK_MODE:-hardlink}"
 LLAMA_PORTABLE_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 LLAMA_PORTABLE_FLAGS="$LLAMA_PORTABLE_FLAGS -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
 export CMAKE_ARGS="${FIELDGUIDE_LLAMA_CMAKE_ARGS:-$LLAMA_PORTABLE_FLAGS} -DLLAVA_BUILD=OFF"
+# Every core compiles (a Makefile generator builds one file at a time unless told).
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}"
 # Built wheels are kept per requirement and flags, outside the checkout, so another clone on the
 # same machine (CI's, say) installs the same file instead of compiling again.
 FIELDGUIDE_BUILD_CACHE="${FIELDGUIDE_BUILD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fieldguide}"

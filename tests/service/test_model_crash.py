@@ -33,10 +33,13 @@ def sample_settings(weaviate_settings):
     return settings
 
 
-def model_pid(base: str, client: httpx.Client) -> int:
-    from fieldguide.model_server import running_servers
+def model_pid(settings) -> int:
+    """The pid of the model process these settings' service talks to (other tests of this process
+    may have left servers for other models or context windows running)."""
+    from fieldguide.chat import local_model_server
 
-    (server,) = [s for s in running_servers() if s.alive()]
+    server = local_model_server(settings)
+    assert server.alive()
     return server.pid
 
 
@@ -50,7 +53,7 @@ def test_killing_the_model_mid_answer_ends_that_answer_only(sample_settings):
                 events.append(event)
                 tokens = [e for e in events if e.event == "token"]
                 if killed is None and len(tokens) >= 2:  # the evidence, then the model's first token
-                    killed = model_pid(base, client)
+                    killed = model_pid(sample_settings)
                     os.kill(killed, signal.SIGKILL)
         assert killed is not None, [e.event for e in events]
         errors = [e for e in events if e.event == "error"]
@@ -68,7 +71,7 @@ def test_killing_the_model_mid_answer_ends_that_answer_only(sample_settings):
         ready = client.get(base + "/readyz").json()
         assert ready["model"]["state"] == "ready" and ready["model"]["restarts"] >= 1
         assert ready["model"]["last_exit"] == "killed by SIGKILL"
-        assert model_pid(base, client) != killed
+        assert model_pid(sample_settings) != killed
 
 
 def test_ask_batch_writes_an_error_line_for_the_item_the_model_died_on_and_goes_on(sample_settings, tmp_path):

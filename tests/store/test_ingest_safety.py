@@ -74,12 +74,15 @@ def expected_uuids(docs: Path, settings) -> dict[str, set[str]]:
 
 def count_while_created(store) -> int:
     """The collection's count, 0 while the other process is still creating it (its schema can
-    exist a moment before its index does, and an aggregate then fails)."""
+    exist a moment before its index does, and an aggregate then fails: as the client's own error,
+    or as the store's StoreUnavailable once a node was tried again)."""
     from weaviate.exceptions import WeaviateQueryError
+
+    from fieldguide.errors import StoreUnavailable
 
     try:
         return store.count()
-    except WeaviateQueryError:
+    except (WeaviateQueryError, StoreUnavailable):
         return 0
 
 
