@@ -71,7 +71,7 @@ def build_peer(resources, answer_tokens: int, temperature: float):
 
 
 def peer_result_line(question_id: str, documents, total_ms: float) -> dict:
-    """The retrieval result line (DESIGN) of the peer retriever's documents."""
+    """The retrieval result line (docs/architecture.md) of the peer retriever's documents."""
     context = []
     for document in documents:
         meta = document.metadata

@@ -10,7 +10,7 @@
 It is the collection `fieldguide ingest` built, opened the way fieldguide opens it (the local
 Weaviate server or FIELDGUIDE_WEAVIATE_URL), queried with the embedding model the index was
 built with (another one is refused, naming `--reindex`). Each `Document` holds a chunk's text
-as written; its metadata holds the chunk's other fields (DESIGN's chunk table): `chunk_id`,
+as written; its metadata holds the chunk's other fields (the chunk record, docs/architecture.md): `chunk_id`,
 `group_id`, `part_index`, `part_count`, `source`, `line_start`, `line_end`, `heading_path`,
 `chunk_type`, `content_kind`, `images`, `embed_text`, `token_count`.
 

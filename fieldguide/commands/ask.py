@@ -2,7 +2,7 @@
 
 `fieldguide ask --batch FILE.jsonl` answers a file of questions, or of conversations
 (`{"id", "turns": [{"question"}, ...]}`, asked in order in one conversation), and prints one
-answer line per question or per turn (DESIGN.md, "Answer line").
+answer line per question or per turn (docs/architecture.md, "Records and lines").
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Questions are JSON objects with `id`, `question`, `intent`, `answerable`, `gold_file`,
 `gold_heading_path`, `key_facts` (and optionally `long_section`). Result lines are the
-DESIGN result-line contract (`id`, `intent`, `abstain`, `context`, `timings_ms`).
+retrieval result lines of docs/architecture.md (`id`, `intent`, `abstain`, `context`, `timings_ms`).
 
 Metrics (over answerable questions unless said otherwise):
 

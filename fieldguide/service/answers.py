@@ -3,8 +3,8 @@
 The OpenAI-compatible chat and the MCP tools share these shapes. Citations are the final
 state's own (`citations`, numbered like the answer's `[n]` markers, so a client can match
 each marker to its source) when the graph gives them; otherwise one per distinct section of
-the context the answer was generated from, in context order, in the same shape (DESIGN's
-answer line). A citation URL relative to the service (`/docs-assets/guide.md#L12-L30`) is
+the context the answer was generated from, in context order, in the same shape (the answer
+line's, docs/architecture.md). A citation URL relative to the service (`/docs-assets/guide.md#L12-L30`) is
 given as `resolve` gives its file, with the line anchor kept; an absolute one (a configured
 source-URL template) is left as it is.
 """

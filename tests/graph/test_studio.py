@@ -140,7 +140,7 @@ def test_langgraph_dev_serves_and_runs_the_graph(studio_server, tiny_collection)
             "input": {"question": "How do I rename a category?"},
             "config": {"configurable": {"rerank_min": 1000}},
         })
-        # The README's stateless call, with the graph id standing for its assistant.
+        # docs/architecture.md's stateless call (LangGraph Studio), with the graph id standing for its assistant.
         stateless = client.post("/runs/wait", timeout=RUN_SECONDS, json={
             "assistant_id": "fieldguide", "input": {"question": "How do I rename a category?"},
             "config": {"configurable": {"rerank_min": 1000}},

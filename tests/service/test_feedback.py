@@ -1,4 +1,4 @@
-"""POST /conversations/{id}/feedback (DESIGN's HTTP contract) on every state backend, and what
+"""POST /conversations/{id}/feedback (the contract in docs/guide.md) on every state backend, and what
 `fieldguide gaps` then reads from the same store."""
 from __future__ import annotations
 

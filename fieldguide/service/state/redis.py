@@ -13,7 +13,7 @@
 * **Turns and feedback** are kept in hashes and sorted sets for `turn_retention_days`.
 * **Checkpoints** go to Postgres through LangGraph's own `PostgresSaver`
   (`FIELDGUIDE_CHECKPOINT_URL`): LangGraph's Redis saver needs the RedisJSON and RediSearch 2
-  modules, which Debian's redis-server does not ship (see README).
+  modules, which Debian's redis-server does not ship (see docs/operations.md).
 
 Redis that is down fails a request within `dependency_timeout_seconds` with a plain message;
 the client reconnects by itself once Redis is back.
