@@ -224,8 +224,8 @@ def test_llms_txt_lists_every_page_and_llms_full_txt_holds_them(base, indexed, e
 
 
 def test_the_gap_report_and_stored_turns_are_per_label(served, indexed):
-    from fieldguide.commands.gaps import of_label, report_for
-    from fieldguide.gaps import problem_turns
+    from fieldguide.commands.gaps import of_label
+    from fieldguide.gaps import problem_turns, report_for
 
     base, app = served
     settings, _ = indexed
