@@ -900,3 +900,27 @@ body{{font:15px/1.45 system-ui,sans-serif;max-width:60rem;margin:2rem auto;paddi
 
 
 RENDERERS = {"md": render_md, "csv": render_csv, "json": render_json, "html": render_html}
+
+
+def report_for(summary, settings, threshold: float | None, resources=None, label: str | None = None):
+    """Cluster and classify `summary` against the index of `settings` (opened here unless given)."""
+    if not summary.problems:
+        return build_report(summary, lambda texts: [], None, threshold)
+    own = resources is None
+    if own:
+        from fieldguide.retrieval import open_resources
+
+        context = open_resources(settings, [label] if label else None)
+        resources = context.__enter__()
+    try:
+        from fieldguide.embedding import embed_questions, question_vector_space
+
+        embeddings = resources.embeddings
+        search = BroadSearch(resources, labels=[label] if label else None)
+        # questions are embedded as the query graph embeds them, so that a wording embedded here
+        # and one whose vector the service stored (named by the same vector space) are comparable
+        return build_report(summary, lambda texts: embed_questions(embeddings, texts), search, threshold,
+                            question_vector_space(settings))
+    finally:
+        if own:
+            context.__exit__(None, None, None)

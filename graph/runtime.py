@@ -393,10 +393,10 @@ class Resources:
 
     @property
     def intent_prototypes(self):
-        """The route examples' mean vectors, embedded once with the index's model (nodes.weigh_intent)."""
+        """The route examples' mean vectors, embedded once with the index's model (graph.intent_examples)."""
         with self._lock:
             if self._intent_prototypes is None:
-                from nodes.weigh_intent import embed_prototypes
+                from graph.intent_examples import embed_prototypes
 
                 self._intent_prototypes = embed_prototypes(self.embeddings)
             return self._intent_prototypes

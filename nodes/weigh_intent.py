@@ -4,7 +4,7 @@ Three kinds of evidence, each independent of any one product's vocabulary, are a
 
 * wording: `route`'s cue margin (English question forms; 0 for other languages);
 * examples: how much nearer the question's vector lies to the mean of generic screen
-  questions than to the mean of generic conceptual ones (`nodes.intent_examples`, embedded
+  questions than to the mean of generic conceptual ones (`graph.intent_examples`, embedded
   with the index's own model, so a multilingual model carries it to other languages). It
   counts only when the model reads the question as words: an English model cuts Cyrillic
   into letters (6-8 tokens a word against 1.0-1.4 for English questions), and the vector of
@@ -35,8 +35,8 @@ import math
 
 from langchain_core.runnables import RunnableConfig
 
+from graph.intent_examples import unit_vector
 from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_timing
-from nodes.intent_examples import CONCEPTUAL_EXAMPLES, SCREEN_EXAMPLES
 
 WORDING_WEIGHT = 0.46
 EXAMPLE_WEIGHT = 8.2
@@ -48,24 +48,9 @@ CANDIDATES = 3
 FLUENT_TOKENS_PER_WORD = 3.0
 
 
-def _unit(vector: list[float]) -> list[float]:
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return [x / norm for x in vector]
-
-
-def _mean(vectors: list[list[float]]) -> list[float]:
-    return _unit([sum(column) / len(vectors) for column in zip(*vectors)])
-
-
-def embed_prototypes(embeddings) -> tuple[list[float], list[float]]:
-    """(screen mean, conceptual mean) of the example questions, embedded as questions."""
-    vectors = [embeddings.embed_query(text) for text in (*SCREEN_EXAMPLES, *CONCEPTUAL_EXAMPLES)]
-    return _mean(vectors[:len(SCREEN_EXAMPLES)]), _mean(vectors[len(SCREEN_EXAMPLES):])
-
-
 def example_evidence(query_vector: list[float], prototypes: tuple[list[float], list[float]]) -> float:
     """cos(question, screen mean) − cos(question, conceptual mean)."""
-    query = _unit(query_vector)
+    query = unit_vector(query_vector)
     screen, conceptual = prototypes
     return sum(q * s for q, s in zip(query, screen)) - sum(q * c for q, c in zip(query, conceptual))
 

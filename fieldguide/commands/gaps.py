@@ -77,7 +77,7 @@ def of_label(records, label: str | None):
 
 def gap_report(settings, since: float, fmt: str, threshold: float | None, resources=None,
                label: str | None = None) -> str:
-    from fieldguide.gaps import RENDERERS, problem_turns
+    from fieldguide.gaps import RENDERERS, problem_turns, report_for
     from fieldguide.service.state import open_turns
 
     turns = open_turns(settings)
@@ -90,32 +90,6 @@ def gap_report(settings, since: float, fmt: str, threshold: float | None, resour
             close()
     report = report_for(summary, settings, threshold, resources, label)
     return RENDERERS[fmt](report)
-
-
-def report_for(summary, settings, threshold: float | None, resources=None, label: str | None = None):
-    """Cluster and classify `summary` against the index of `settings` (opened here unless given)."""
-    from fieldguide.gaps import BroadSearch, build_report
-
-    if not summary.problems:
-        return build_report(summary, lambda texts: [], None, threshold)
-    own = resources is None
-    if own:
-        from fieldguide.retrieval import open_resources
-
-        context = open_resources(settings, [label] if label else None)
-        resources = context.__enter__()
-    try:
-        from fieldguide.embedding import embed_questions, question_vector_space
-
-        embeddings = resources.embeddings
-        search = BroadSearch(resources, labels=[label] if label else None)
-        # questions are embedded as the query graph embeds them, so that a wording embedded here
-        # and one whose vector the service stored (named by the same vector space) are comparable
-        return build_report(summary, lambda texts: embed_questions(embeddings, texts), search, threshold,
-                            question_vector_space(settings))
-    finally:
-        if own:
-            context.__exit__(None, None, None)
 
 
 def stale_report(settings, since: float, fmt: str, label: str | None = None) -> str:

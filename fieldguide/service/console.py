@@ -188,8 +188,7 @@ class ConsoleData:
                 "clusters": analytics.gap_rows(report, top)}
 
     def _gap_report(self, since: float):
-        from fieldguide.commands.gaps import report_for
-        from fieldguide.gaps import problem_turns
+        from fieldguide.gaps import problem_turns, report_for
 
         turns = self.state.turns
         summary = problem_turns(turns.turns_since(since), turns.feedback_since(0.0), since)

@@ -50,7 +50,7 @@ def test_warm_up_loads_a_configured_cross_encoder_and_embeds_once(random_cross_e
     embeddings = FakeEmbeddings()
     resources = Resources(Settings(reranker_model=random_cross_encoder), embeddings=embeddings)
     resources.warm_up(chat=False)
-    from nodes.intent_examples import CONCEPTUAL_EXAMPLES, SCREEN_EXAMPLES
+    from graph.intent_examples import CONCEPTUAL_EXAMPLES, SCREEN_EXAMPLES
 
     assert embeddings.calls == 1 + len(SCREEN_EXAMPLES) + len(CONCEPTUAL_EXAMPLES)  # warm-up text, route examples
     assert isinstance(resources._reranker, CrossEncoderReranker)

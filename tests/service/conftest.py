@@ -1,72 +1,16 @@
 """Service test fixtures: the app on a real uvicorn server on loopback, with a scripted graph."""
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
-import shutil
-import socket
 import subprocess
-import tempfile
-import threading
-import time
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from fieldguide.service import create_app
-from fieldguide.service.scripted_graph import build_scripted_graph
-from fieldguide.settings import Settings
-
-SAMPLE_DOCS = Path(__file__).resolve().parents[2] / "fieldguide" / "sample_docs"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serve(app, port: int | None = None):
-    """Run `app` with uvicorn in a thread; yield its base URL; stop it afterwards."""
-    port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
-
-
-def fresh_sqlite_url() -> str:
-    """The default backend (a SQLite file) in a throw-away folder of its own (removed at exit)."""
-    folder = tempfile.mkdtemp(prefix="fieldguide-state-")
-    atexit.register(shutil.rmtree, folder, True)
-    return f"sqlite:///{folder}/conversations.sqlite"
-
-
-def make_settings(**overrides) -> Settings:
-    values = {"heartbeat_seconds": 15.0, "abandon_after_seconds": 30.0, "docs_dir": SAMPLE_DOCS}
-    values.update(overrides)
-    values.setdefault("state_url", fresh_sqlite_url())
-    return Settings(**values)
-
-
-def make_app(graph_factory=None, *, readiness=lambda: None, **settings):
-    factory = graph_factory or build_scripted_graph
-    return create_app(make_settings(**settings), factory, readiness=readiness)
+from fieldguide.testing.scripted_graph import build_scripted_graph
+from fieldguide.testing.serving import fresh_sqlite_url, make_app, serve
 
 
 @pytest.fixture
@@ -108,7 +52,7 @@ def _needs(what: str, error: Exception):
 @pytest.fixture(scope="session")
 def redis_server():
     """Debian's redis-server on a free loopback port for the whole run (fail under CI, else skip)."""
-    from fieldguide.service.state.local_servers import LocalRedis
+    from fieldguide.testing.local_servers import LocalRedis
 
     try:
         server = LocalRedis().start()
@@ -121,7 +65,7 @@ def redis_server():
 @pytest.fixture(scope="session")
 def postgres_server():
     """Debian's Postgres, a cluster of its own on a free loopback port (fail under CI, else skip)."""
-    from fieldguide.service.state.local_servers import LocalPostgres
+    from fieldguide.testing.local_servers import LocalPostgres
 
     try:
         server = LocalPostgres().start()

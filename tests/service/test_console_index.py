@@ -12,9 +12,9 @@ from pydantic import SecretStr
 
 from fieldguide.freshness import index_version, text_digest
 from fieldguide.service import create_app
-from fieldguide.service.scripted_graph import build_scripted_graph
+from fieldguide.testing.scripted_graph import build_scripted_graph
+from fieldguide.testing.serving import fresh_sqlite_url, serve
 from tests.conftest import ingested_collection
-from tests.service.conftest import fresh_sqlite_url, serve
 from tests.service.test_console import AUTH, TOKEN, midnight
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.models]

@@ -8,8 +8,8 @@ import time
 import httpx
 
 from fieldguide.gaps import problem_turns
-from fieldguide.service.scripted_graph import build_scripted_graph
-from tests.service.conftest import make_app, serve
+from fieldguide.testing.scripted_graph import build_scripted_graph
+from fieldguide.testing.serving import make_app, serve
 from tests.service.sse import read_stream_events as read
 
 

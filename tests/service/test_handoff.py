@@ -13,11 +13,11 @@ import pytest
 
 from fieldguide.errors import FieldguideError
 from fieldguide.service import handoff
-from fieldguide.service.scripted_graph import build_scripted_graph
 from fieldguide.service.state.outbox import MemoryOutbox, SqliteOutbox
 from fieldguide.settings import Settings
-from tests.service.conftest import fresh_sqlite_url, make_app, serve
-from tests.service.receivers import SmtpReceiver, WebhookReceiver, wait_for
+from fieldguide.testing.receivers import SmtpReceiver, WebhookReceiver, wait_for
+from fieldguide.testing.scripted_graph import build_scripted_graph
+from fieldguide.testing.serving import fresh_sqlite_url, make_app, serve
 from tests.service.sse import read_stream_events as read
 
 SECRET = "handoff-secret-for-tests"

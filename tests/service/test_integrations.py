@@ -22,10 +22,11 @@ from mcp import Client, StdioServerParameters
 
 from fieldguide.service import create_app
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
+from fieldguide.testing.docs_site import docs_site
+from fieldguide.testing.serving import SAMPLE_DOCS, free_port, serve
 from tests.conftest import ingested_collection
-from tests.service.conftest import SAMPLE_DOCS, free_port, serve
 from tests.service.test_browser import browser_page  # noqa: F401  (fixture)
-from tests.service.test_widget import ask_in_widget, docs_site
+from tests.service.test_widget import ask_in_widget
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.models]
 

@@ -5,7 +5,7 @@ import httpx
 import pytest
 
 from fieldguide.service.origins import parse_origins
-from tests.service.conftest import make_app
+from fieldguide.testing.serving import make_app
 
 DOCS_SITE = "https://docs.example.com"
 

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.service.conftest import SAMPLE_DOCS, fresh_sqlite_url, serve
+from fieldguide.testing.serving import SAMPLE_DOCS, fresh_sqlite_url, serve
 from tests.service.sse import iter_sse
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.models]
@@ -224,8 +224,8 @@ def test_llms_txt_lists_every_page_and_llms_full_txt_holds_them(base, indexed, e
 
 
 def test_the_gap_report_and_stored_turns_are_per_label(served, indexed):
-    from fieldguide.commands.gaps import of_label, report_for
-    from fieldguide.gaps import problem_turns
+    from fieldguide.commands.gaps import of_label
+    from fieldguide.gaps import problem_turns, report_for
 
     base, app = served
     settings, _ = indexed

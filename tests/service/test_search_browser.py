@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
-from tests.service.conftest import free_port, serve
+from fieldguide.testing.docs_site import docs_site
+from fieldguide.testing.serving import free_port, serve
 from tests.service.test_browser import CHROMIUM, browser_page  # noqa: F401  (fixture)
 from tests.service.test_search import indexed  # noqa: F401  (fixture: the labelled index)
-from tests.service.test_widget import docs_site
 
 pytestmark = [pytest.mark.browser, pytest.mark.weaviate, pytest.mark.models]
 

@@ -6,9 +6,9 @@ import time
 import httpx
 import pytest
 
-from fieldguide.service.scripted_graph import build_scripted_graph
 from fieldguide.service.state import open_state
-from tests.service.conftest import make_app, make_settings, serve
+from fieldguide.testing.scripted_graph import build_scripted_graph
+from fieldguide.testing.serving import make_app, make_settings, serve
 from tests.service.sse import read_stream_events as read
 
 

@@ -8,36 +8,16 @@ never starts a turn for it.
 from __future__ import annotations
 
 import pytest
-from fastapi import FastAPI
-from fastapi.responses import HTMLResponse
 
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
-from fieldguide.service.scripted_graph import build_scripted_graph
 from fieldguide.service.widget import widget_script
 from fieldguide.settings import Settings
-from tests.service.conftest import free_port, make_app, serve
+from fieldguide.testing.docs_site import docs_site
+from fieldguide.testing.scripted_graph import build_scripted_graph
+from fieldguide.testing.serving import free_port, make_app, serve
 from tests.service.test_browser import CHROMIUM, CITED_ANSWER, HOSTILE_ANSWER, browser_page  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.browser
-
-# The docs site has its own styles and its own `marked`: the widget must leave both alone.
-DOCS_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Docs</title>
-<style>button {{ background: rgb(255, 0, 0) !important; }}</style>
-<script>window.marked = "the page's own";</script></head>
-<body><h1>Product docs</h1>
-<script src="{service}/widget.js" async data-title="Ask the docs" data-placeholder="Your question"></script>
-</body></html>"""
-
-
-def docs_site(service: str) -> FastAPI:
-    site = FastAPI()
-
-    @site.get("/")
-    async def page() -> HTMLResponse:
-        return HTMLResponse(DOCS_PAGE.format(service=service))
-
-    return site
-
 
 @pytest.fixture
 def sites():

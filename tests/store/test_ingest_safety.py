@@ -163,8 +163,8 @@ def test_a_collection_holding_another_folder_is_refused_not_overwritten(weaviate
 def test_serve_without_a_docs_folder_ingests_nothing(weaviate_settings, tmp_path, embeddings):
     from ingest.pipeline import ingest_folder
 
-    from fieldguide.service.state.local_servers import free_port
     from fieldguide.store import open_store
+    from fieldguide.testing.local_servers import free_port
 
     docs = write_corpus(tmp_path / "docs")
     env = cli_env(weaviate_settings, tmp_path)

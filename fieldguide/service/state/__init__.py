@@ -20,42 +20,12 @@ The backends:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from fieldguide.errors import FieldguideError
-from fieldguide.service.state.outbox import MemoryOutbox
 from fieldguide.service.state.records import FeedbackRecord, MemoryTurnStore, TurnRecord, TurnStore
+from fieldguide.service.state.service_state import ServiceState
 
 __all__ = ["ServiceState", "open_state", "open_turns", "state_url", "TurnRecord", "FeedbackRecord", "TurnStore"]
-
-
-@dataclass
-class ServiceState:
-    url: str
-    conversations: Any  # ConversationRegistry or RedisConversationRegistry
-    checkpointer: Any  # a LangGraph saver with trim_thread, delete_thread, sweep
-    turns: TurnStore
-    probes: list[Callable[[], "str | None"]] = field(default_factory=list)  # each: None, or why not ready
-    closers: list[Callable[[], None]] = field(default_factory=list)
-    housekeeping: list[Callable[[], None]] = field(default_factory=list)  # run now and then by the janitor
-    shared: bool = False  # several processes see the same conversations
-    outbox: Any = field(default_factory=MemoryOutbox)  # handoffs waiting for delivery (outbox.Outbox)
-
-    def ready(self) -> str | None:
-        for probe in self.probes:
-            reason = probe()
-            if reason:
-                return reason
-        return None
-
-    def tidy(self) -> None:
-        for job in self.housekeeping:
-            job()
-
-    def close(self) -> None:
-        for close in reversed(self.closers):
-            close()
 
 
 def state_url(settings) -> str:

@@ -517,7 +517,7 @@ class RedisTurnStore:
 
 
 def open_redis_state(settings, url: str):
-    from fieldguide.service.state import ServiceState
+    from fieldguide.service.state.service_state import ServiceState
     from fieldguide.service.state.postgres import PostgresCheckpointer
 
     if not settings.checkpoint_url:

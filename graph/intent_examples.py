@@ -7,8 +7,13 @@ what happens, how something works or is counted, what is possible or advisable).
 node embeds them once with the index's embedding model and compares each question with the
 two groups' mean vectors. With a multilingual embedding model the comparison also holds for
 questions in other languages.
+
+They sit beside `graph.runtime`, not among the nodes: the shared resources embed them once
+(`Resources.intent_prototypes`), and the nodes build on the runtime, never the reverse.
 """
 from __future__ import annotations
+
+import math
 
 SCREEN_EXAMPLES = (
     "Where do I find this setting?",
@@ -66,3 +71,18 @@ CONCEPTUAL_EXAMPLES = (
     "Is this a bug, or is it expected behaviour?",
     "What is the most likely cause of this problem?",
 )
+
+
+def unit_vector(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def mean_vector(vectors: list[list[float]]) -> list[float]:
+    return unit_vector([sum(column) / len(vectors) for column in zip(*vectors)])
+
+
+def embed_prototypes(embeddings) -> tuple[list[float], list[float]]:
+    """(screen mean, conceptual mean) of the example questions, embedded as questions."""
+    vectors = [embeddings.embed_query(text) for text in (*SCREEN_EXAMPLES, *CONCEPTUAL_EXAMPLES)]
+    return mean_vector(vectors[:len(SCREEN_EXAMPLES)]), mean_vector(vectors[len(SCREEN_EXAMPLES):])
