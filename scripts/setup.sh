@@ -7,7 +7,7 @@
 #     but llama-cpp-python downloads while llama.cpp compiles (scripts/uv-env.sh: one portable
 #     build, kept per version and flags in the build cache, so the next clone installs it at once)
 #   - a weaviate-server binary (`go install`, kept in the data dir), built meanwhile
-#   - with --test, .venv-studio (LangGraph Studio's server), once the llama.cpp wheel is there
+#   - with --test, .venv-studio (LangGraph Studio's server): its dependencies meanwhile, the llama.cpp wheel at the end
 # No torch: the default embedding backend runs without it (`pip install 'fieldguide[torch]'` adds it).
 # Safe to run again: each step is skipped when its result is already there.
 set -euo pipefail
@@ -101,18 +101,27 @@ if [ -z "${FIELDGUIDE_WEAVIATE_URL:-}" ]; then
   start weaviate bash scripts/weaviate-build.sh
 fi
 
+# LangGraph Studio's server lives in its own environment, .venv-studio (docs/architecture.md);
+# its dependencies install meanwhile too, and the llama-cpp-python wheel is added at the end.
+# FIELDGUIDE_STUDIO_TESTS=0 leaves it out, and the studio test then skips.
+STUDIO=0
+[ "$WITH_TEST" = 1 ] && [ "${FIELDGUIDE_STUDIO_TESTS:-1}" != 0 ] && STUDIO=1
+if [ "$STUDIO" = 1 ]; then
+  start studio_deps bash scripts/setup-studio.sh --deps-only
+fi
+
 llama_wheel=$(llama_cpp_wheel "$PYTHON" 2> build/logs/llama-cpp.log) || {
   echo "setup: building llama-cpp-python failed; build/logs/llama-cpp.log ends:" >&2
   tail -n 30 build/logs/llama-cpp.log >&2
   exit 1
 }
+echo "llama-cpp-python wheel: $llama_wheel" >> build/logs/llama-cpp.log  # (its time: when it was ready)
 finish deps
 if [ "$WITH_TEST" = 1 ]; then
   .venv/bin/uv pip install --quiet --python "$VENV_PY" "${NO_TORCH[@]}" "$llama_wheel" -e ".[test]"
-  # LangGraph Studio's server lives in its own environment, .venv-studio (see docs/);
-  # FIELDGUIDE_STUDIO_TESTS=0 leaves it out, and the studio test then skips.
-  if [ "${FIELDGUIDE_STUDIO_TESTS:-1}" != 0 ]; then
-    start studio bash scripts/setup-studio.sh
+  if [ "$STUDIO" = 1 ]; then
+    finish studio_deps
+    start studio env FIELDGUIDE_LLAMA_WHEEL="$llama_wheel" bash scripts/setup-studio.sh
   fi
 else
   .venv/bin/uv pip install --quiet --python "$VENV_PY" "${NO_TORCH[@]}" "$llama_wheel" -e .
