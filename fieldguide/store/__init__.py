@@ -24,6 +24,10 @@ server (`fieldguide.weaviate_server`), starting it when needed. Either may be se
 call then runs on a node that answers (`fieldguide.weaviate_nodes`), the collections are created
 with `FIELDGUIDE_REPLICATION_FACTOR` copies of each object and read and written at
 `FIELDGUIDE_CONSISTENCY_LEVEL`, so losing a node loses no chunk and fails no question.
+
+The package, by job: `records` (fixed UUIDs, the chunk fields, record conversions), `failover`
+(each call on a node that answers), `schema`, `manifest`, `writes` and `search` (the mixins
+`ChunkStore` is assembled from, in `chunk_store`), `connect` (clients and `open_store`).
 """
 from __future__ import annotations
 
