@@ -23,7 +23,6 @@ def _client_for(node, settings):
         auth_credentials=auth, additional_config=config)
 
 
-
 def configured_nodes(settings) -> list:
     """The nodes of `FIELDGUIDE_WEAVIATE_URL`, or of the local server (started when needed)."""
     from fieldguide import weaviate_nodes, weaviate_server
@@ -35,7 +34,6 @@ def configured_nodes(settings) -> list:
             for node in weaviate_server.start(settings)["nodes"]]
 
 
-
 def connect(settings):
     """A weaviate-client v4 client for the configured (or locally managed) server; its first node."""
     node = configured_nodes(settings)[0]
@@ -43,7 +41,6 @@ def connect(settings):
         return _client_for(node, settings)
     except Exception as exc:
         raise _unreachable(settings, node, exc) from exc
-
 
 
 def connect_nodes(settings):
@@ -72,7 +69,6 @@ def connect_nodes(settings):
     raise errors[0]
 
 
-
 def _unreachable(settings, node, exc: Exception) -> StoreUnavailable:
     if settings.weaviate_url:
         return StoreUnavailable(
@@ -85,11 +81,9 @@ def _unreachable(settings, node, exc: Exception) -> StoreUnavailable:
         f"then `fieldguide weaviate start`, or set FIELDGUIDE_WEAVIATE_URL.")
 
 
-
 def _short(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     return text[:300] + ("..." if len(text) > 300 else "")
-
 
 
 @contextlib.contextmanager

@@ -44,11 +44,9 @@ def file_uuid(source: str, label: str | None = None) -> str:
     return str(uuidlib.uuid5(FILE_NAMESPACE, f"@{label}\x1f{source}" if label else source))
 
 
-
 def label_uuid(label: str) -> str:
     """The UUID of a label's object in the manifest collection (its folder and calibration)."""
     return str(uuidlib.uuid5(LABEL_NAMESPACE, label))
-
 
 
 def collection_name(name: str) -> str:
@@ -59,13 +57,11 @@ def collection_name(name: str) -> str:
     return name[0].upper() + name[1:]
 
 
-
 def mismatch_message(collection: str, built_with: str, configured: str) -> str:
     return (
         f"Collection {collection} was built with embedding model {built_with!r}, but the configured "
         f"model is {configured!r}. Rebuild it with `fieldguide ingest DOCS_DIR --reindex`, or set "
         f"FIELDGUIDE_EMBEDDING_MODEL={built_with} to use the index as it is.")
-
 
 
 def backend_mismatch_message(collection: str, built_with: str, configured: str) -> str:
@@ -81,12 +77,10 @@ def backend_mismatch_message(collection: str, built_with: str, configured: str) 
         f"--reindex`, or set {use_as_is} to use the index as it is.")
 
 
-
 def _interchangeable(built_with: str, configured: str) -> bool:
     from fieldguide.embedding import interchangeable
 
     return interchangeable(built_with, configured)
-
 
 
 def _json_or_none(text: str | None):
@@ -100,10 +94,8 @@ def _json_or_none(text: str | None):
         return None
 
 
-
 def _as_list(vector) -> list[float]:
     return vector.tolist() if hasattr(vector, "tolist") else list(vector)
-
 
 
 def _kind_filter(content_kind: str | None):
@@ -112,7 +104,6 @@ def _kind_filter(content_kind: str | None):
     from weaviate.classes.query import Filter
 
     return Filter.by_property("content_kind").equal(content_kind)
-
 
 
 def _record(properties: dict, fields: tuple[str, ...] = CHUNK_FIELDS) -> dict:
@@ -131,7 +122,6 @@ def _record(properties: dict, fields: tuple[str, ...] = CHUNK_FIELDS) -> dict:
     return record
 
 
-
 def _insert_many(collection, objects, what: str) -> None:
     """insert_many; objects the server rejects raise StoreUnavailable with its first message
     (the client raises its own error instead of returning one when every object failed)."""
@@ -146,12 +136,10 @@ def _insert_many(collection, objects, what: str) -> None:
     _raise_batch_errors(result, what)
 
 
-
 def _raise_batch_errors(result, what: str) -> None:
     if result.has_errors:
         first = next(iter(result.errors.values()))
         raise StoreUnavailable(f"Weaviate rejected {len(result.errors)} {what}: {first.message}")
-
 
 
 def _reading(properties: dict) -> str:
