@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from fieldguide.errors import FieldguideError
+from ingest.profile import TermChangeLog, _label_profile, _profile, _stored_term_stats
 
 # Texts per embed+insert round: large enough that length-sorted batches pad little,
 # small enough that the progress bar moves and memory stays flat.
@@ -134,45 +135,17 @@ def _patient(store):
 
 def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log, token_pass) -> IngestSummary:
     from ingest.chunk import CHUNKER_VERSION
-    from ingest.chunker import Chunker, iter_markdown_files
-    from ingest.dialects import DEFAULT_DIALECT, folder_dialect_of
+    from ingest.chunker import Chunker
+    from ingest.dialects import DEFAULT_DIALECT
     from ingest.feed import ChunkFeed
-
-    from fieldguide.embedding import embedding_backend_id, embedding_model_id
 
     started = time.perf_counter()
     docs_dir = Path(docs_dir)
     summary = IngestSummary()
 
-    # 1. what is there; the folder's dialect (read from its files, or set) decides how they read
-    files = [(path.relative_to(docs_dir).as_posix(), path) for path in iter_markdown_files(docs_dir)]
-    try:
-        dialect = folder_dialect_of(docs_dir, [path for _, path in files], getattr(settings, "docs_dialect", None))
-    except ValueError as exc:  # FIELDGUIDE_DOCS_DIALECT names no dialect
-        raise FieldguideError(f"FIELDGUIDE_DOCS_DIALECT: {exc}") from None
-    index = _IndexIdentity(embedding_model_id(settings), embedding_backend_id(settings), CHUNKER_VERSION,
-                           dialect.name)
+    files, dialect, index = _read_folder(docs_dir, settings)
     label = getattr(store, "label", None)
-    rebuilt_set = False
-    if reindex and _other_sets(store):
-        # other doc sets live in the collection: rebuild this one only, in the index's vector space
-        from fieldguide.errors import ModelMismatch
-
-        try:
-            manifest = store.check_manifest(index.model_id, index.backend_id)
-        except ModelMismatch as exc:
-            raise FieldguideError(
-                f"{store.name} also holds other doc sets ({', '.join(store.labels_present()) or 'the unnamed set'}), "
-                f"so --reindex rebuilds only this one, with the index's embedding model; but {exc.args[0].split('. ')[0]}. "
-                "To change the model, ingest every doc set into a new collection (--collection NAME).") from None
-        if manifest:
-            summary.chunks_deleted += store.drop_set()
-            rebuilt_set = True
-    elif reindex:
-        store.drop()
-        manifest = None
-    else:
-        manifest = store.check_manifest(index.model_id, index.backend_id)  # ModelMismatch names --reindex
+    manifest, rebuilt_set = _open_index(store, index, reindex, summary)
     known = store.file_records() if manifest else {}
     stored = store.source_counts() if manifest else {}  # what is really there (a killed run leaves more)
     # chunks read in another dialect are read again, as after a change of the chunker (a manifest
@@ -228,6 +201,51 @@ def _ingest(docs_dir: Path, settings, store, embeddings, reindex, progress, log,
     return summary
 
 
+def _read_folder(docs_dir: Path, settings):
+    """1. What is there: the folder's Markdown files (source -> path), its dialect (read from its
+    files, or set), which decides how they read, and the index they make."""
+    from ingest.chunk import CHUNKER_VERSION
+    from ingest.chunker import iter_markdown_files
+    from ingest.dialects import folder_dialect_of
+
+    from fieldguide.embedding import embedding_backend_id, embedding_model_id
+
+    files = [(path.relative_to(docs_dir).as_posix(), path) for path in iter_markdown_files(docs_dir)]
+    try:
+        dialect = folder_dialect_of(docs_dir, [path for _, path in files], getattr(settings, "docs_dialect", None))
+    except ValueError as exc:  # FIELDGUIDE_DOCS_DIALECT names no dialect
+        raise FieldguideError(f"FIELDGUIDE_DOCS_DIALECT: {exc}") from None
+    index = _IndexIdentity(embedding_model_id(settings), embedding_backend_id(settings), CHUNKER_VERSION,
+                           dialect.name)
+    return files, dialect, index
+
+
+def _open_index(store, index: _IndexIdentity, reindex: bool, summary: IngestSummary):
+    """The manifest the run builds on (None: the index is built from nothing) and whether this doc
+    set was dropped to be rebuilt beside others; `--reindex` drops what it rebuilds."""
+    rebuilt_set = False
+    if reindex and _other_sets(store):
+        # other doc sets live in the collection: rebuild this one only, in the index's vector space
+        from fieldguide.errors import ModelMismatch
+
+        try:
+            manifest = store.check_manifest(index.model_id, index.backend_id)
+        except ModelMismatch as exc:
+            raise FieldguideError(
+                f"{store.name} also holds other doc sets ({', '.join(store.labels_present()) or 'the unnamed set'}), "
+                f"so --reindex rebuilds only this one, with the index's embedding model; but {exc.args[0].split('. ')[0]}. "
+                "To change the model, ingest every doc set into a new collection (--collection NAME).") from None
+        if manifest:
+            summary.chunks_deleted += store.drop_set()
+            rebuilt_set = True
+    elif reindex:
+        store.drop()
+        manifest = None
+    else:
+        manifest = store.check_manifest(index.model_id, index.backend_id)  # ModelMismatch names --reindex
+    return manifest, rebuilt_set
+
+
 def _other_sets(store) -> bool:
     """Whether the collection holds doc sets other than the store's own."""
     labels_present = getattr(store, "labels_present", None)
@@ -236,26 +254,6 @@ def _other_sets(store) -> bool:
     label = getattr(store, "label", None)
     present = set(labels_present())
     return bool(present - {label}) or (label is not None and store.for_label(None).source_counts() != {})
-
-
-def _label_profile(settings, store, embeddings, label: str, *, changed: bool, log) -> None:
-    """The calibration of one label's chunks alone, stored with the label: a question limited to
-    that doc set is judged against its scale (measured again whenever the set changed)."""
-    from fieldguide.calibration import Calibration, calibrate, scorer_scale
-    from fieldguide.embedding import load_embeddings
-    from fieldguide.reranker import load_reranker
-
-    reranker = load_reranker(settings)
-    stored = Calibration.from_dict(store.label_calibration(label))
-    if stored is not None and stored.scorer == scorer_scale(reranker) and not changed:
-        return
-    from fieldguide.bm25 import TermStats
-
-    term_stats = TermStats.from_text(store.term_stats_text())
-    profile = calibrate(store.limited_to([label]), embeddings or load_embeddings(settings), reranker, term_stats)
-    store.set_label_calibration(label, profile.to_dict())
-    log(f"calibrated label {label}: rerank_min {profile.rerank_min}, abstain_margin {profile.abstain_margin} "
-        f"({profile.chunks} chunks)")
 
 
 def refuse_another_folder(store, docs_dir: Path, known: dict, seen: set[str]) -> None:
@@ -289,113 +287,26 @@ class _IndexIdentity:
     docs_dialect: str = "commonmark"
 
 
-def _stored_term_stats(store, manifest):
-    """The term statistics an ingest may update from its changes: the stored ones, empty ones for
-    an index being built (or rebuilt) now, None when they must be counted again (none stored, or
-    marked as left by an interrupted ingest)."""
-    from fieldguide.bm25 import TermStats
-
-    if not manifest:
-        return TermStats(0, 0.0, {})
-    stats = TermStats.from_text(store.term_stats_text())
-    return None if stats is None or stats.ingest_pending else stats
-
-
-class TermChangeLog:
-    """The documents an ingest removes from and adds to the collection (`fieldguide.bm25`), so
-    the term statistics are updated without reading the whole collection back. Every call is
-    made on the thread that writes to the store, just before the write it describes."""
-
-    def __init__(self, store, stored_counts: dict[str, int], read_stats):
-        from fieldguide.bm25 import TermStatsChange
-
-        self.store = store
-        self.stored_counts = stored_counts  # source -> chunks stored when the run began
-        self.read_stats = read_stats  # the stored statistics, read when a run writes (or at the end)
-        self.stats = None  # the statistics the change applies to; None: count everything at the end
-        self.begun = False
-        self.change = TermStatsChange()
-        self.read: set[str] = set()
-
-    def begin(self) -> None:
-        """Before the first write: mark the stored statistics, so that if this run is killed the
-        next one counts everything instead of updating statistics that miss this run's writes."""
-        self.begun = True
-        self.stats = self.read_stats()
-        # statistics of no documents need no mark: whatever a killed run adds to them shows as a
-        # chunk count they do not match
-        if self.stats is not None and self.stats.documents:
-            self.store.set_term_stats(replace(self.stats, ingest_pending=True).to_text())
-
-    def before_replacing(self, source: str) -> None:
-        """Count out the stored chunks of `source` (once per run, before its first write)."""
-        from fieldguide.bm25 import document_words
-
-        if self.stats is None or source in self.read:
-            return
-        self.read.add(source)
-        count = self.stored_counts.get(source, 0)
-        documents = self.store.source_documents(source, count)
-        if len(documents) != count:  # the aggregation and the objects disagree: trust neither
-            self.stats = None
-            return
-        for heading_path, text in documents:
-            self.change.remove(document_words(heading_path, text))
-
-    def added(self, chunks) -> None:
-        from fieldguide.bm25 import document_words
-
-        if self.stats is not None:
-            for chunk in chunks:
-                self.change.add(document_words(chunk.heading_path, chunk.reading or chunk.text))
-
-    def term_stats(self, store):
-        """The statistics of the collection as it is now: updated when they can be, else counted."""
-        from fieldguide.calibration import count_term_stats
-
-        if not self.begun:  # nothing was written: the stored statistics as they are
-            self.stats = self.read_stats()
-        updated = self.change.applied_to(self.stats) if self.stats is not None else None
-        if updated is not None and updated.documents == store.count():
-            return updated
-        return count_term_stats(store)
-
-
-def _profile(settings, store, embeddings, *, changed: bool, log, terms: TermChangeLog,
-             changed_chunks: int) -> dict | None:
-    """The index's calibration and term statistics, stored. An unchanged index keeps what is
-    stored when it was made for the active scorer; a changed one gets its term statistics
-    updated, and its probes run again when the change is large enough (`Calibration.still_holds`)
-    or the stored figures are for another scorer. None for an index that was never built."""
-    from fieldguide.calibration import RECALIBRATE_SHARE, Calibration, calibrate, scorer_scale
-    from fieldguide.embedding import embedding_prompts, load_embeddings
-    from fieldguide.reranker import load_reranker
-
-    if not store.exists():
-        return None
-    reranker = load_reranker(settings)
-    query_prompt, passage_prompt = embedding_prompts(settings)
-    stored = Calibration.from_dict((store.manifest() or {}).get("calibration"))
-    if stored is not None and stored.scorer != scorer_scale(reranker):
-        stored = None
-    if stored is not None and not changed:
-        return stored.to_dict()
-    term_stats = terms.term_stats(store)
-    chunks = term_stats.documents
-    if stored is not None and stored.still_holds(changed_chunks, chunks):
-        profile = stored.recounted(changed_chunks, chunks, store.count_kind("screen"))
-        log(f"kept the calibration of {store.name}: {profile.changed_since} chunks changed since it was measured, "
-            f"under {RECALIBRATE_SHARE:.0%} of {chunks}")
-    else:
-        profile = calibrate(store, embeddings or load_embeddings(settings), reranker, term_stats)
-        log(f"calibrated {store.name}: rerank_min {profile.rerank_min}, abstain_margin {profile.abstain_margin}, "
-            f"screen share {profile.screen_share} ({profile.probes} probes, {scorer_scale(reranker)})")
-    store.ensure_collections()  # an older manifest collection gains the profile's properties
-    store.set_index_profile(profile.to_dict(), term_stats.to_text(), query_prompt, passage_prompt)
-    return profile.to_dict()
-
-
 def _write_files(feed, first, settings, store, embeddings, summary, manifest, index, progress, log, terms):
+    embeddings = _ready_to_write(settings, store, embeddings, manifest, index)
+
+    # 4. embed and insert in rounds, longest texts first among those chunked so far, so each
+    # model batch pads little (once the model is loaded the feed is usually done, and the
+    # order is global). One writer thread stores round n while the model embeds round n + 1
+    # (at most one round in flight); every store call of the loop is on that thread.
+    rounds = _WriteRounds(feed, store, summary, log, terms, _progress_bar(progress))
+    if first is not None:
+        rounds.take(first)
+    try:
+        rounds.run(embeddings)
+    finally:
+        if rounds.bar is not None:
+            rounds.bar.close()
+    return summary
+
+
+def _ready_to_write(settings, store, embeddings, manifest, index):
+    """The embedding model, loaded, and the collections and manifest ready for its vectors."""
     from fieldguide.embedding import embedding_backend_id, embedding_dimension, load_embeddings
     from fieldguide.store import mismatch_message
 
@@ -414,92 +325,92 @@ def _write_files(feed, first, settings, store, embeddings, summary, manifest, in
     elif (manifest.get("chunker_version"), manifest.get("docs_dialect")) != (index.chunker_version,
                                                                              index.docs_dialect):
         store.set_manifest(index.model_id, dimension, index.chunker_version, index.backend_id, index.docs_dialect)
+    return embeddings
 
-    # 4. embed and insert in rounds, longest texts first among those chunked so far, so each
-    # model batch pads little (once the model is loaded the feed is usually done, and the
-    # order is global). One writer thread stores round n while the model embeds round n + 1
-    # (at most one round in flight); every store call of the loop is on that thread.
-    pending: dict[str, _PendingFile] = {}
-    pool: list = []
-    done_files: list[_PendingFile] = []  # files whose every chunk is embedded, or with none
-    bar = _progress_bar(progress)
-    files_done = 0
-    feed_open = True
 
-    def take(changed) -> None:
+class _WriteRounds:
+    """The changed files on their way into the store: their chunks pooled as the feed delivers
+    them, embedded a round at a time, each round stored on the writer thread."""
+
+    def __init__(self, feed, store, summary, log, terms, bar) -> None:
+        self.feed, self.store, self.summary, self.log, self.terms, self.bar = feed, store, summary, log, terms, bar
+        self.pending: dict[str, _PendingFile] = {}
+        self.pool: list = []
+        self.done_files: list[_PendingFile] = []  # files whose every chunk is embedded, or with none
+        self.files_done = 0
+        self.feed_open = True
+
+    def take(self, changed) -> None:
         for warning in changed.warnings:
-            log(f"warning: {changed.source}: {warning}")
+            self.log(f"warning: {changed.source}: {warning}")
         entry = _PendingFile(changed.source, changed.sha256, [c.uuid for c in changed.chunks],
                              len(changed.chunks), replaces=changed.replaces)
-        pending[changed.source] = entry
+        self.pending[changed.source] = entry
         if not changed.chunks:
-            done_files.append(entry)  # an empty page: done already
-        pool.extend(changed.chunks)
-        if bar is not None:
-            bar.total += len(changed.chunks)
+            self.done_files.append(entry)  # an empty page: done already
+        self.pool.extend(changed.chunks)
+        if self.bar is not None:
+            self.bar.total += len(changed.chunks)
 
-    def store_round(batch, vectors, empty) -> int:
+    def store_round(self, batch, vectors, empty) -> int:
         for source in dict.fromkeys(c.source for c in batch):
-            if pending[source].replaces:
-                terms.before_replacing(source)
+            if self.pending[source].replaces:
+                self.terms.before_replacing(source)
         for entry in empty:
             if entry.replaces:
-                terms.before_replacing(entry.source)
+                self.terms.before_replacing(entry.source)
         if batch:
-            terms.added(batch)
-            store.insert_chunks([c.to_record() for c in batch], vectors)
+            self.terms.added(batch)
+            self.store.insert_chunks([c.to_record() for c in batch], vectors)
         finished = list(empty)
         for chunk in batch:
-            entry = pending[chunk.source]
+            entry = self.pending[chunk.source]
             entry.remaining -= 1
             if entry.remaining == 0:
                 finished.append(entry)
-        _finish_files(finished, store)
+        _finish_files(finished, self.store)
         return len(finished)
 
-    def settle(future, size: int) -> None:
-        nonlocal files_done
+    def settle(self, future, size: int) -> None:
         try:
-            files_done += future.result()  # re-raises the writer's error here
+            self.files_done += future.result()  # re-raises the writer's error here
         except FieldguideError as exc:
             # the files recorded so far have every chunk stored; the rest have no record yet
-            raise type(exc)(f"{exc} ({files_done} of {len(pending)} changed files were stored completely "
-                            "and are kept; re-run the same command to redo the rest)") from exc
-        summary.chunks_written += size
-        if bar is not None:
-            bar.update(size)
-            bar.set_postfix_str(f"files {files_done}/{len(pending)}")
+            raise type(exc)(f"{exc} ({self.files_done} of {len(self.pending)} changed files were stored "
+                            "completely and are kept; re-run the same command to redo the rest)") from exc
+        self.summary.chunks_written += size
+        if self.bar is not None:
+            self.bar.update(size)
+            self.bar.set_postfix_str(f"files {self.files_done}/{len(self.pending)}")
 
-    def gather() -> None:
+    def gather(self) -> None:
         """Wait for a round's worth of chunks (or the feed's end), then take what else is ready."""
-        nonlocal feed_open
-        while feed_open:
+        while self.feed_open:
             try:
-                changed = feed.get(block=len(pool) < TEXTS_PER_ROUND)
+                changed = self.feed.get(block=len(self.pool) < TEXTS_PER_ROUND)
             except queue.Empty:
                 return
             if changed is None:
-                feed_open = False
+                self.feed_open = False
             else:
-                take(changed)
+                self.take(changed)
 
-    if first is not None:
-        take(first)
-    try:
+    def run(self, embeddings) -> None:
+        pool, done_files = self.pool, self.done_files
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fieldguide-writer") as writer:
             in_flight = None
             while True:
-                gather()
+                self.gather()
                 if not pool and not done_files:
                     break
                 pool.sort(key=lambda c: -c.token_count)
                 batch, pool[:] = pool[:TEXTS_PER_ROUND], pool[TEXTS_PER_ROUND:]
                 empty, done_files[:] = list(done_files), []
                 vectors = embeddings.embed_documents([c.embed_text for c in batch]) if batch else []
-                summary.texts_embedded += len(batch)
+                self.summary.texts_embedded += len(batch)
                 if in_flight is not None:
-                    settle(*in_flight)
-                in_flight = (writer.submit(store_round, batch, vectors, empty), len(batch))
+                    self.settle(*in_flight)
+                in_flight = (writer.submit(self.store_round, batch, vectors, empty), len(batch))
                 # the writer holds the only references now; trim what a large round freed (a full
                 # collection costs about 0.1 s, as much as embedding a one-file change)
                 large = len(batch) >= TEXTS_PER_ROUND // 4
@@ -507,11 +418,7 @@ def _write_files(feed, first, settings, store, embeddings, summary, manifest, in
                 if large:
                     release_memory()
             if in_flight is not None:
-                settle(*in_flight)
-    finally:
-        if bar is not None:
-            bar.close()
-    return summary
+                self.settle(*in_flight)
 
 
 def _finish_files(finished, store) -> None:

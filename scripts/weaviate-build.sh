@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the weaviate-server binary into fieldguide's data dir, as `fieldguide weaviate build`
 # does, without needing fieldguide's Python environment: setup.sh runs it while that environment
-# installs. The version and package are read from fieldguide/weaviate_server.py, the one place
+# installs. The version and package are read from fieldguide/weaviate_binary.py, the one place
 # they are written. Skipped when the binary is already there (it is kept across clones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-constant() { grep -o "^$1 = \"[^\"]*\"" fieldguide/weaviate_server.py | cut -d'"' -f2; }
+constant() { grep -o "^$1 = \"[^\"]*\"" fieldguide/weaviate_binary.py | cut -d'"' -f2; }
 version=$(constant WEAVIATE_VERSION)
 package=$(constant GO_PACKAGE)
 name=$(constant BINARY_NAME)
