@@ -35,7 +35,9 @@ from langchain_core.runnables import RunnableConfig
 
 from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
 from fieldguide.names import unknown_names
-from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import Stopwatch, with_stage, with_timing
 from ingest.dialects import reading_of
 from nodes.condense import earlier_questions
 from nodes.reassemble import under_section

@@ -32,7 +32,9 @@ from langchain_core.runnables import RunnableConfig
 from fieldguide.content_words import STOPWORDS, stem, terms
 from fieldguide.headings import breadcrumb
 from fieldguide.words import words
-from graph.runtime import Stopwatch, options_for, resources_for
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import Stopwatch
 from prompts.loader import condense_message, load_prompt
 
 log = logging.getLogger("fieldguide.condense")

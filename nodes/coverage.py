@@ -47,7 +47,9 @@ from fieldguide.content_words import STOPWORDS, stem
 from fieldguide.headings import heading_labels
 from fieldguide.names import unknown_names
 from fieldguide.words import words
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import Stopwatch, with_timing
 from nodes.condense import own_part
 from nodes.evidence import embedding_text
 from nodes.quotable import Unit

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, question_of, resources_for, with_timing
+from graph.resources import resources_for
+from graph.state import question_of
+from graph.timing import Stopwatch, with_timing
 
 
 def embed(state: dict, config: RunnableConfig = None) -> dict:

@@ -42,7 +42,9 @@ from dataclasses import dataclass
 from langchain_core.runnables import RunnableConfig
 
 from fieldguide.content_words import content_word_count, terms
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import Stopwatch, with_timing
 from nodes.condense import own_part
 from nodes.quotable import Unit, context_units, looks_like_instruction
 

@@ -30,7 +30,9 @@ from langgraph.types import StreamWriter
 from fieldguide.chat import bind_generation_options
 from fieldguide.content_words import terms
 from fieldguide.headings import breadcrumb
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import Stopwatch, with_timing
 from nodes.check import SentenceChecker, SentenceStream
 from nodes.citations import MarkerFilter, cited_numbers, citations_for
 from nodes.coverage import PARTIAL, partial_preface

@@ -14,7 +14,9 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, question_of, with_timing
+from graph.options import options_for
+from graph.state import question_of
+from graph.timing import Stopwatch, with_timing
 from ingest.dialects import reading_of
 from prompts.loader import system_prompt, user_message
 

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import Stopwatch, with_timing
 from ingest.dialects import reading_of
 from ingest.parts import section_gaps
 

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_stage, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.state import question_of
+from graph.timing import Stopwatch, with_stage, with_timing
 from nodes.condense import own_part
 
 

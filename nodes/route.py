@@ -30,7 +30,9 @@ import re
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, question_of, with_timing
+from graph.options import options_for
+from graph.state import question_of
+from graph.timing import Stopwatch, with_timing
 
 UI_NOUNS = (
     r"button|buttons|field|fields|tab|tabs|menu|menus|screen|screens|page|pages|dialog|modal|window|"

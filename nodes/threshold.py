@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, with_stage, with_timing
+from graph.options import options_for
+from graph.timing import Stopwatch, with_stage, with_timing
 
 
 def threshold(state: dict, config: RunnableConfig = None) -> dict:

@@ -36,7 +36,10 @@ import math
 from langchain_core.runnables import RunnableConfig
 
 from graph.intent_examples import unit_vector
-from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.state import question_of
+from graph.timing import Stopwatch, with_timing
 
 WORDING_WEIGHT = 0.46
 EXAMPLE_WEIGHT = 8.2
