@@ -1,6 +1,6 @@
 """The per-run options of the query graph: what a run may ask for, and within which bounds.
 
-Options are declared once, in `QueryOptions`: each is one field with its bounds and its
+Options are declared once, as the fields of `QueryOptions`, each with its bounds and its
 description. The graph declares the class as its context schema, so LangServe's
 `/rag/config_schema` and playground, RemoteRunnable clients and LangGraph Studio all see
 the same options, and every run is validated against them. A run sets them through its
@@ -12,18 +12,21 @@ A value out of bounds is refused (`InvalidOption`, naming the field) instead of 
 coerced or dropped. An option left unset (None) takes the setting of the same name
 (`Settings`, i.e. `FIELDGUIDE_<NAME>`); an option no setting backs has its own default.
 An option marked `PublicLimit("setting")` is bounded further on the public routes by that
-setting (`check_public_limits`), so no client can ask for unbounded work. Adding an
-option is one line here.
+setting (`check_public_limits`), so no client can ask for unbounded work.
+
+An option backed by a setting is declared once, as that setting (`fieldguide.settings`, marked
+`PerRequest` with the option's bounds): its name, default and description come from there. The
+options no setting backs are the switches of `QueryOptionsBase`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from fieldguide.errors import FieldguideError
-from fieldguide.settings import Settings
+from fieldguide.settings import PerRequest, Settings
 from graph.resources import resources_for
 
 
@@ -51,72 +54,23 @@ OPTION_ALIASES = {"k": "search_k", "reranker": "use_reranker", "reassembly": "us
 RUNTIME_KEY = "__pregel_runtime"
 
 
-class QueryOptions(BaseModel):
-    """Per-run options of the query graph. Unset (None): the setting of the same name."""
+class QueryOptionsBase(BaseModel):
+    """What every run option shares: the options no setting backs (stages switched off to measure
+    them), how a request's values are read and checked, and how unset ones are filled in. The
+    options backed by a setting are added from `Settings` (`QueryOptions`)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
-    search_k: Annotated[int | None, PublicLimit("public_max_search_k")] = Field(
-        None, ge=1, le=500, description="Candidates the broad vector search returns.")
-    screen_k: Annotated[int | None, PublicLimit("public_max_search_k")] = Field(
-        None, ge=0, le=500, description="Extra screen-only candidates searched for screen and ambiguous questions.")
-    min_similarity: float | None = Field(
-        None, ge=-1.0, le=1.0, description="Cosine similarity a candidate needs to reach the reranker.")
     use_reranker: bool = Field(True, description="Rerank the candidates; off: the similarity is the score.")
-    rerank_min: float | None = Field(
-        None, description="Strict minimum rerank score, on the active scorer's scale (any finite number); "
-        "when no candidate reaches it the answer abstains; unset: the index's calibration.")
-    abstain_margin: float | None = Field(
-        None, description="Abstain when the best candidate's score stands less than this far above the "
-        "median of the question's candidates; unset: the index's calibration.")
-    rank_window: float | None = Field(
-        None, ge=0.0, description="Leave out chunks scoring more than this many of the index's margin units "
-        "below the best one.")
-    max_chunks: Annotated[int | None, PublicLimit("public_max_chunks")] = Field(
-        None, ge=1, le=1000, description="Most chunks kept after reranking.")
-    context_token_budget: Annotated[int | None, PublicLimit("public_max_context_token_budget")] = Field(
-        None, ge=1, le=100_000, description="Tokens of context after reassembly (embedding tokenizer).")
-    section_token_budget: Annotated[int | None, PublicLimit("public_max_context_token_budget")] = Field(
-        None, ge=0, le=100_000, description="Tokens a split section that dominates the kept chunks may fill with "
-        "its own remaining parts once the context budget is spent (0: no more than the context budget).")
-    hybrid_alpha: float | None = Field(
-        None, ge=0.0, le=1.0, description="Hybrid (BM25 + vector) search with this alpha; unset: vector search.")
-    max_answer_tokens: Annotated[int | None, PublicLimit("public_max_answer_tokens")] = Field(
-        None, ge=1, le=32_768, description="Most tokens the answer may have.")
-    temperature: float | None = Field(None, ge=0.0, le=2.0, description="Sampling temperature of the chat model.")
     use_reassembly: bool = Field(True, description="Put split sections back together (off only to measure it).")
     use_routing: bool = Field(True, description="Route by intent (off: every question conceptual).")
-    parent_intro: bool | None = Field(
-        None, description="Put a subsection hit's parent intro before it, budget allowing.")
-    dedupe: bool | None = Field(None, description="Drop near-copies of a better-ranked chunk before the cap.")
-    verify: Literal["off", "flag", "drop"] | None = Field(
-        None, description="What happens to a generated sentence the context does not support: off (kept, not "
-        "checked), flag (kept, marked) or drop; unset: drop.")
-    min_support: float | None = Field(
-        None, ge=0.0, le=1.0, description="Support a generated sentence needs to count as supported; unset: "
-        "0.8 for the local model, 0.6 for an endpoint's.")
-    prompt_context_words: Annotated[int | None, PublicLimit("public_max_context_token_budget")] = Field(
-        None, ge=0, le=100_000, description="Words of context the chat model reads (whole excerpts, the quoted "
-        "evidence's first; 0: the whole context); unset: 300 for the local model, 0 for an endpoint's.")
-    evidence_words: int | None = Field(
-        None, ge=1, le=2000, description="Words of verbatim evidence quoted at the top of an answer, per thing "
-        "the question asks (a quarter as many for a second and third ask); content words, not \"the\" nor pipes.")
-    coverage_judge: bool | None = Field(
-        None, description="Also ask an OpenAI-compatible endpoint's model whether the context answers the question "
-        "(one more input to the coverage verdict; no effect with the local model); unset: the setting, off.")
-    condense: Literal["auto", "model", "rules", "off"] | None = Field(
-        None, description="How a follow-up becomes a standalone question: model, rules, off, or auto "
-        "(model with an OpenAI-compatible endpoint, else rules).")
-    labels: tuple[str, ...] | None = Field(
-        None, description="Doc sets (labels given at ingest: versions, products) the question is limited to, "
-        "a list or a comma-separated string; unset: FIELDGUIDE_LABELS, else every doc set.")
 
-    @field_validator("verify", "condense", mode="before")
+    @field_validator("verify", "condense", mode="before", check_fields=False)
     @classmethod
     def _choice_in_any_case(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
 
-    @field_validator("labels", mode="before")
+    @field_validator("labels", mode="before", check_fields=False)
     @classmethod
     def _labels(cls, value: Any) -> Any:
         from fieldguide.labels import parse_labels
@@ -126,7 +80,7 @@ class QueryOptions(BaseModel):
         return value
 
     @classmethod
-    def validate_overrides(cls, overrides: dict[str, Any], *, strict: bool = False) -> "QueryOptions":
+    def validate_overrides(cls, overrides: dict[str, Any], *, strict: bool = False) -> QueryOptions:
         """The options `overrides` asks for, unresolved (unset ones stay None). `strict` also
         refuses names that are no option (a typo on the command line)."""
         named = {OPTION_ALIASES.get(key, key): value for key, value in (overrides or {}).items()}
@@ -143,11 +97,11 @@ class QueryOptions(BaseModel):
             raise InvalidOption(field, error["msg"], error.get("input")) from None
 
     @classmethod
-    def from_config(cls, config: dict | None, settings: Settings | None = None) -> "QueryOptions":
+    def from_config(cls, config: dict | None, settings: Settings | None = None) -> QueryOptions:
         settings = settings or resources_for(config).settings
         return cls.validate_overrides(requested_options(config)).resolved(settings)
 
-    def resolved(self, settings: Settings) -> "QueryOptions":
+    def resolved(self, settings: Settings) -> QueryOptions:
         """Every unset option filled in from the setting of the same name."""
         unset = {name: getattr(settings, name) for name in type(self).model_fields
                  if getattr(self, name) is None and name in type(settings).model_fields}
@@ -163,6 +117,27 @@ class QueryOptions(BaseModel):
         if unset.get("prompt_context_words", self.prompt_context_words) is None:
             unset["prompt_context_words"] = default_prompt_context_words(settings.chat_provider)
         return self.model_copy(update=unset) if unset else self
+
+
+def _per_request_fields() -> dict[str, Any]:
+    """One option per setting marked `PerRequest`, in the settings' order: unset (None) by default,
+    which means the setting's value, described as the setting is, bounded by the marker."""
+    fields = {}
+    for name, field in Settings.model_fields.items():
+        marker = next((m for m in field.metadata if isinstance(m, PerRequest)), None)
+        if marker is None:
+            continue
+        annotation = Optional[marker.as_type or field.annotation]
+        if marker.public_limit:
+            annotation = Annotated[annotation, PublicLimit(marker.public_limit)]
+        bounds = {bound: getattr(marker, bound) for bound in ("ge", "le") if getattr(marker, bound) is not None}
+        fields[name] = (annotation, Field(None, description=field.description, **bounds))
+    return fields
+
+
+QueryOptions = create_model("QueryOptions", __base__=QueryOptionsBase, __module__=__name__,
+                            __doc__="Per-run options of the query graph. Unset (None): the setting of the same name.",
+                            **_per_request_fields())
 
 
 def option_annotations(limits: Settings | None = None, *, optional: bool = True) -> dict[str, Any]:
