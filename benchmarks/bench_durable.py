@@ -213,7 +213,7 @@ def bench_cluster(questions: int) -> dict:
     import signal
 
     from graph.graph import build_retrieval_graph
-    from graph.runtime import Resources
+    from graph.resources import Resources
     from ingest.pipeline import ingest_folder
 
     from fieldguide import weaviate_server

@@ -40,7 +40,7 @@ def load_jsonl(path: str) -> list[dict]:
 
 
 def evaluate(questions: str, answers: str, words_per_ask: int, embeddings, scorer) -> dict:
-    from graph.runtime import TextVectors
+    from graph.resources import TextVectors
     from nodes.evidence import evidence_budget, evidence_markdown, select_evidence
 
     items = scorer.expand(load_jsonl(questions))

@@ -158,7 +158,7 @@ class open_resources:
 
     def __enter__(self):
         from fieldguide.errors import FieldguideError
-        from graph.runtime import Resources
+        from graph.resources import Resources
 
         self.resources = Resources(self.settings)
         try:

@@ -2,13 +2,17 @@
 
 Every field can be set as `FIELDGUIDE_<NAME>` (for example `FIELDGUIDE_WEAVIATE_URL`).
 Query-time knobs (k, thresholds, caps, budgets) are defaults: the graph reads
-per-request overrides from the run's config (`configurable`).
+per-request overrides from the run's config (`configurable`). A setting a run may override is
+marked `PerRequest`, with the bounds a run's value must keep; `graph.options.QueryOptions` is
+built from the marked settings, so each is declared (name, default, description) once, here.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -20,6 +24,20 @@ def _default_data_dir() -> Path:
     """`$XDG_DATA_HOME/fieldguide`, else `~/.local/share/fieldguide`."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "fieldguide"
+
+
+@dataclass(frozen=True)
+class PerRequest:
+    """Marks a setting a run may override (an option of `graph.options.QueryOptions`).
+
+    `ge`/`le`: the bounds a run's value must keep (the setting itself is not bounded by them);
+    `public_limit`: the setting that caps it further on the public routes; `as_type`: the type
+    a run's value takes when it is not the setting's (a list of labels, a closed set of words)."""
+
+    ge: float | None = None
+    le: float | None = None
+    public_limit: str | None = None
+    as_type: Any = None
 
 
 class Settings(BaseSettings):
@@ -96,35 +114,43 @@ class Settings(BaseSettings):
     # --- query pipeline (per-request overridable) ----------------------------------
     # Defaults chosen on the mean over both development corpora with the offline defaults
     # (docs/TUNING.md). Unset thresholds come from the index's own calibration.
-    search_k: int = Field(20, description="Candidates the broad vector search returns.")
-    min_similarity: float = Field(0.25, description="Cosine similarity a candidate needs to reach the reranker.")
+    search_k: Annotated[int, PerRequest(ge=1, le=500, public_limit="public_max_search_k")] = Field(
+        20, description="Candidates the broad vector search returns.")
+    min_similarity: Annotated[float, PerRequest(ge=-1.0, le=1.0)] = Field(
+        0.25, description="Cosine similarity a candidate needs to reach the reranker.")
     reranker_model: str | None = Field(
         None, description="sentence-transformers CrossEncoder name or path; unset: the fallback scorer.")
-    rerank_min: float | None = Field(
-        None, description="Strict minimum rerank score, on the active scorer's scale; unset: the index's "
-        "calibration (the best score an off-topic probe question reaches in this index).")
-    abstain_margin: float | None = Field(
+    rerank_min: Annotated[float | None, PerRequest()] = Field(
+        None, description="Strict minimum rerank score, on the active scorer's scale (any finite number); when no "
+        "candidate reaches it the answer abstains; unset: the index's calibration (the best score an off-topic "
+        "probe question reaches in this index).")
+    abstain_margin: Annotated[float | None, PerRequest()] = Field(
         None, description="Abstain when the best candidate's score stands less than this far above the median "
         "of the question's candidates; unset: the index's calibration.")
-    rank_window: float | None = Field(
+    rank_window: Annotated[float | None, PerRequest(ge=0.0)] = Field(
         3.0, description="Leave out chunks scoring more than this many of the index's margin units (the median "
         "margin of its off-topic probes) below the best one; unset: no window.")
-    max_chunks: int = Field(4, description="Most chunks kept after reranking.")
-    context_token_budget: int = Field(800, description="Tokens of context after reassembly (embedding tokenizer).")
-    section_token_budget: int = Field(
+    max_chunks: Annotated[int, PerRequest(ge=1, le=1000, public_limit="public_max_chunks")] = Field(
+        4, description="Most chunks kept after reranking.")
+    context_token_budget: Annotated[
+        int, PerRequest(ge=1, le=100_000, public_limit="public_max_context_token_budget")] = Field(
+        800, description="Tokens of context after reassembly (embedding tokenizer).")
+    section_token_budget: Annotated[
+        int, PerRequest(ge=0, le=100_000, public_limit="public_max_context_token_budget")] = Field(
         2400, description="Tokens a split section that dominates the kept chunks may fill with its own remaining "
         "parts once the context budget is spent (0: no more than the context budget).")
-    hybrid_alpha: float | None = Field(None, description="Use hybrid (BM25+vector) search with this alpha.")
-    screen_k: int = Field(
+    hybrid_alpha: Annotated[float | None, PerRequest(ge=0.0, le=1.0)] = Field(
+        None, description="Hybrid (BM25 + vector) search with this alpha; unset: vector search.")
+    screen_k: Annotated[int, PerRequest(ge=0, le=500, public_limit="public_max_search_k")] = Field(
         0, description="Screen-only candidates searched in addition to search_k for questions the wording "
         "marks as screen or ambiguous (no effect on either development corpus with the BM25 scorer: off).")
-    parent_intro: bool = Field(
+    parent_intro: Annotated[bool, PerRequest()] = Field(
         True, description="Add a subsection hit's parent section intro (its own first part) when the budget allows.")
-    dedupe: bool = Field(
+    dedupe: Annotated[bool, PerRequest()] = Field(
         False, description="Drop a candidate that nearly repeats a better-ranked one's text before the chunk cap.")
-    labels: str | None = Field(
-        None, description="Comma-separated doc sets (labels given at ingest) questions and searches are limited to "
-        "when they name none; unset: every doc set.")
+    labels: Annotated[str | None, PerRequest(as_type=tuple[str, ...])] = Field(
+        None, description="Comma-separated doc sets (labels given at ingest: versions, products) questions and "
+        "searches are limited to when they name none (a request may name them as a list); unset: every doc set.")
 
     # --- generation -------------------------------------------------------------------
     chat_provider: str = Field("local", description="`local` (GGUF via llama.cpp) or `openai` (compatible endpoint).")
@@ -133,9 +159,11 @@ class Settings(BaseSettings):
         None, description="Base URL of the OpenAI-compatible endpoint (chat_provider=openai), e.g. http://127.0.0.1:8200/v1.")
     openai_api_key: str | None = Field(
         None, description="API key of the OpenAI-compatible endpoint; unset: OPENAI_API_KEY, else a placeholder.")
-    max_answer_tokens: int = Field(
+    max_answer_tokens: Annotated[
+        int, PerRequest(ge=1, le=32_768, public_limit="public_max_answer_tokens")] = Field(
         200, description="Tokens the chat model may write after the quoted evidence (a few checked sentences).")
-    temperature: float = Field(0.2, description="Sampling temperature of the chat model.")
+    temperature: Annotated[float, PerRequest(ge=0.0, le=2.0)] = Field(
+        0.2, description="Sampling temperature of the chat model.")
     chat_context_window: int = Field(4096, description="Context window (tokens) the local GGUF model is served with.")
     chat_threads: int | None = Field(
         None, ge=1, description="Threads the local GGUF model runs on. Unset: every core this process may use "
@@ -144,27 +172,28 @@ class Settings(BaseSettings):
         60.0, description="An OpenAI-compatible endpoint that sends nothing for this long fails the answer.")
 
     # --- answers: evidence, sentence check, citations, follow-ups (per-request overridable) --------
-    verify: str | None = Field(
+    verify: Annotated[str | None, PerRequest(as_type=Literal["off", "flag", "drop"])] = Field(
         None, description="What happens to a generated sentence the context does not support: `off` (kept, not "
         "checked), `flag` (kept, marked) or `drop`. Unset: `drop`, for every generator (docs/BENCHMARKS.md has "
         "the figures behind it).")
-    min_support: float | None = Field(
+    min_support: Annotated[float | None, PerRequest(ge=0.0, le=1.0)] = Field(
         None, description="Support (0..1) a generated sentence needs to count as supported by the context. Unset: "
         "0.8 for the local GGUF model (a 135M model's fluent sentences reuse the docs' words and are still often "
         "wrong), 0.6 for an OpenAI-compatible endpoint (a capable model paraphrases).")
-    prompt_context_words: int | None = Field(
+    prompt_context_words: Annotated[
+        int | None, PerRequest(ge=0, le=100_000, public_limit="public_max_context_token_budget")] = Field(
         None, description="Words of context the chat model reads (whole excerpts: the ones the quoted evidence "
         "comes from first, then the others in context order; 0: the whole context). Unset: 300 for the local "
         "GGUF model, whose time to first token is mostly reading its prompt; 0 for an OpenAI-compatible endpoint.")
-    evidence_words: int = Field(
+    evidence_words: Annotated[int, PerRequest(ge=1, le=2000)] = Field(
         120, description="Words of verbatim evidence quoted at the top of an answer for each thing the question "
         "asks (a quarter as many for a second and third ask; at least one unit), counted as a reader counts "
         "length: words of three letters or more that say something, not \"the\" nor a table's pipes.")
-    condense: str = Field(
+    condense: Annotated[str, PerRequest(as_type=Literal["auto", "model", "rules", "off"])] = Field(
         "auto", description="How a follow-up becomes a standalone question: `model` (the chat model rewrites it), "
         "`rules` (deterministic: the previous question's key terms are carried over), `off`, or `auto` "
         "(`model` with an OpenAI-compatible endpoint, else `rules`).")
-    coverage_judge: bool = Field(
+    coverage_judge: Annotated[bool, PerRequest()] = Field(
         False, description="With an OpenAI-compatible endpoint (chat_provider=openai), also ask its model whether "
         "the context answers the question (prompts/coverage.md), one more input to the coverage verdict. Off by "
         "default: its quality could not be measured offline. No effect with the local model.")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from graph.runtime import QueryOptions
+from graph.options import QueryOptions
 from graph.state import InputState, OutputState, QueryState
 from nodes.cap import cap
 from nodes.condense import condense

@@ -8,8 +8,8 @@ node embeds them once with the index's embedding model and compares each questio
 two groups' mean vectors. With a multilingual embedding model the comparison also holds for
 questions in other languages.
 
-They sit beside `graph.runtime`, not among the nodes: the shared resources embed them once
-(`Resources.intent_prototypes`), and the nodes build on the runtime, never the reverse.
+They sit below `graph.resources`, not among the nodes: the shared resources embed them once
+(`Resources.intent_prototypes`), and the nodes build on the resources, never the reverse.
 """
 from __future__ import annotations
 

@@ -140,3 +140,9 @@ class QueryState(TypedDict):
     # --- bookkeeping: chunk ids per stage and milliseconds per node (this turn only) ---
     stages: NotRequired[dict[str, list[str]]]
     timings_ms: NotRequired[dict[str, float]]
+
+
+def question_of(state: dict) -> str:
+    """The question retrieval and the answer steps work on: the standalone one when a follow-up
+    was condensed (see nodes/condense.py), else the question as asked."""
+    return state.get("standalone_question") or state["question"]

@@ -35,7 +35,9 @@ from langchain_core.runnables import RunnableConfig
 
 from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
 from fieldguide.names import unknown_names
-from graph.runtime import Stopwatch, options_for, resources_for, with_stage, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import timed
 from ingest.dialects import reading_of
 from nodes.condense import earlier_questions
 from nodes.reassemble import under_section
@@ -140,36 +142,36 @@ def thresholds(options, config) -> tuple[float, float, float | None]:
     return margin, minimum, window
 
 
+@timed("cap", stage="cap_results")
 def cap(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
-    with Stopwatch() as sw:
-        ranked = state.get("rerank_results") or []
-        reason = ""
-        kept = []
-        unknown = names_the_docs_lack(state, config) if ranked else []
-        if unknown:
-            reason = f"the follow-up names {', '.join(unknown)}, which no section of the docs mentions"
-        elif ranked:
-            margin, minimum, window = thresholds(options, config)
-            best = ranked[0]["rerank_score"]
-            sections = pool_scores(ranked, state.get("search_results") or [])
-            stands_out = top_margin(sections)
-            if stands_out < margin:
-                reason = (f"the best score {best:.3f} stands {stands_out:.3f} above the median of the best "
-                          f"{min(MARGIN_POOL, len(sections))} sections' scores; {margin:.3f} needed")
-            else:
-                floor = max(minimum, best - window) if window is not None else minimum
-                kept = [c for c in ranked if c["rerank_score"] >= floor]
-                if not kept:
-                    reason = f"no candidate reaches the strict minimum {minimum:.3f} (best {best:.3f})"
+    ranked = state.get("rerank_results") or []
+    reason = ""
+    kept = []
+    unknown = names_the_docs_lack(state, config) if ranked else []
+    if unknown:
+        reason = f"the follow-up names {', '.join(unknown)}, which no section of the docs mentions"
+    elif ranked:
+        margin, minimum, window = thresholds(options, config)
+        best = ranked[0]["rerank_score"]
+        sections = pool_scores(ranked, state.get("search_results") or [])
+        stands_out = top_margin(sections)
+        if stands_out < margin:
+            reason = (f"the best score {best:.3f} stands {stands_out:.3f} above the median of the best "
+                      f"{min(MARGIN_POOL, len(sections))} sections' scores; {margin:.3f} needed")
         else:
-            reason = "no candidate passed the similarity threshold"
-        if options.dedupe:
-            kept = drop_near_duplicates(kept)
-        kept = kept[: max(0, options.max_chunks)]
-        below = subsections_below_cut(kept, ranked, options.max_chunks) if kept and options.use_reassembly else []
-        abstain = not kept
-        nearest = nearest_sections(ranked or state.get("search_results") or []) if abstain else []
+            floor = max(minimum, best - window) if window is not None else minimum
+            kept = [c for c in ranked if c["rerank_score"] >= floor]
+            if not kept:
+                reason = f"no candidate reaches the strict minimum {minimum:.3f} (best {best:.3f})"
+    else:
+        reason = "no candidate passed the similarity threshold"
+    if options.dedupe:
+        kept = drop_near_duplicates(kept)
+    kept = kept[: max(0, options.max_chunks)]
+    below = subsections_below_cut(kept, ranked, options.max_chunks) if kept and options.use_reassembly else []
+    abstain = not kept
+    nearest = nearest_sections(ranked or state.get("search_results") or []) if abstain else []
     return {
         "cap_results": kept,
         "below_cut": below,
@@ -177,6 +179,4 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         "abstain_reason": reason if abstain else "",
         "nearest": nearest,
         "unmentioned": unknown,
-        "stages": with_stage(state, "cap", kept),
-        "timings_ms": with_timing(state, "cap", sw.ms),
     }

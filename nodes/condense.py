@@ -32,7 +32,9 @@ from langchain_core.runnables import RunnableConfig
 from fieldguide.content_words import STOPWORDS, stem, terms
 from fieldguide.headings import breadcrumb
 from fieldguide.words import words
-from graph.runtime import Stopwatch, options_for, resources_for
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import timed
 from prompts.loader import condense_message, load_prompt
 
 log = logging.getLogger("fieldguide.condense")
@@ -185,30 +187,28 @@ def uses_model(mode: str, chat_provider: str | None) -> bool:
     return mode == "model" or (mode == "auto" and (chat_provider or "local").lower() == "openai")
 
 
+@timed("condense", opens_turn=True)
 def condense(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
     question = " ".join(state["question"].split())
     history = earlier_questions(state)
     previous = state.get("standalone_question") or (history[-1] if history else None)
-    with Stopwatch() as sw:
-        standalone, how = question, "none"
-        if history and options.condense != "off":
-            resources = resources_for(config)
-            if uses_model(options.condense, resources.settings.chat_provider):
-                try:
-                    rewrite = trusted_rewrite(condense_with_model(
-                        resources.chat_model, history[-2:], question, config), question)
-                except Exception as exc:  # the model is down: the rules still give retrieval a question
-                    log.warning("condensing with the chat model failed (%s); the rules decide", exc)
-                    rewrite = None
-                if rewrite is not None:
-                    standalone, how = rewrite, "model"
-            if how == "none":
-                stats = resources.term_stats
-                topic = answered_from(state.get("context") or [], stats.document_frequency if stats else None,
-                                      stats.documents if stats else 0)
-                standalone, how = condense_by_rules(question, previous, topic)
-    # The condense node opens the turn: timings and stages start fresh here.
-    return {"standalone_question": standalone, "condensed_by": how, "timings_ms": {"condense": sw.ms},
-            "stages": {}, "abstain": False, "answer": "", "citations": [], "sentences": [],
-            "evidence": [], "evidence_markdown": ""}
+    standalone, how = question, "none"
+    if history and options.condense != "off":
+        resources = resources_for(config)
+        if uses_model(options.condense, resources.settings.chat_provider):
+            try:
+                rewrite = trusted_rewrite(condense_with_model(
+                    resources.chat_model, history[-2:], question, config), question)
+            except Exception as exc:  # the model is down: the rules still give retrieval a question
+                log.warning("condensing with the chat model failed (%s); the rules decide", exc)
+                rewrite = None
+            if rewrite is not None:
+                standalone, how = rewrite, "model"
+        if how == "none":
+            stats = resources.term_stats
+            topic = answered_from(state.get("context") or [], stats.document_frequency if stats else None,
+                                  stats.documents if stats else 0)
+            standalone, how = condense_by_rules(question, previous, topic)
+    return {"standalone_question": standalone, "condensed_by": how, "abstain": False, "answer": "", "citations": [],
+            "sentences": [], "evidence": [], "evidence_markdown": ""}

@@ -47,7 +47,9 @@ from fieldguide.content_words import STOPWORDS, stem
 from fieldguide.headings import heading_labels
 from fieldguide.names import unknown_names
 from fieldguide.words import words
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import timed
 from nodes.condense import own_part
 from nodes.evidence import embedding_text
 from nodes.quotable import Unit
@@ -240,33 +242,32 @@ def standing(state: dict, config) -> tuple[float | None, float | None, float | N
     return stands_out / margin, (float(ranked[0]["rerank_score"]) - minimum) / margin, float(ranked[0]["similarity"])
 
 
+@timed("coverage")
 def coverage(state: dict, config: RunnableConfig = None) -> dict:
-    with Stopwatch() as sw:
-        if state.get("abstain"):
-            result, reason = NOT_COVERED, state.get("abstain_reason") or "nothing in the docs stands out"
-            found = Signals()
-        else:
-            resources = resources_for(config)
-            stats = resources.term_stats
-            blocks = state.get("context") or []
-            evidence = state.get("evidence") or []
-            embed = resources.text_vectors.embed
-            # the texts the evidence step embedded, so the vectors come from its cache
-            unit_vectors = embed([embedding_text(Unit(u["n"] - 1, 0, u["kind"], u["text"], 0, u.get("label") or "",
-                                                      u.get("header") or "")) for u in evidence]) if evidence else []
-            standout, above_floor, similarity = standing(state, config)
-            found = signals(state.get("standalone_question") or state["question"], evidence, blocks,
-                            stats.document_frequency if stats else None, stats.documents if stats else 0,
-                            embed, unit_vectors, standout, state.get("query_vector"))
-            found.above_floor, found.similarity = above_floor, similarity
-            result, reason = verdict(found)
-            options = options_for(config)
-            if options.coverage_judge and is_endpoint(resources.settings.chat_provider) and blocks:
-                found.judge = judge_with_model(resources.chat_model, state.get("standalone_question")
-                                               or state["question"], blocks, config)
-                result, reason = with_judgement(result, reason, found)
-    return {"coverage": result, "coverage_reason": reason, "coverage_signals": found.to_dict(),
-            "timings_ms": with_timing(state, "coverage", sw.ms)}
+    if state.get("abstain"):
+        result, reason = NOT_COVERED, state.get("abstain_reason") or "nothing in the docs stands out"
+        found = Signals()
+    else:
+        resources = resources_for(config)
+        stats = resources.term_stats
+        blocks = state.get("context") or []
+        evidence = state.get("evidence") or []
+        embed = resources.text_vectors.embed
+        # the texts the evidence step embedded, so the vectors come from its cache
+        unit_vectors = embed([embedding_text(Unit(u["n"] - 1, 0, u["kind"], u["text"], 0, u.get("label") or "",
+                                                  u.get("header") or "")) for u in evidence]) if evidence else []
+        standout, above_floor, similarity = standing(state, config)
+        found = signals(state.get("standalone_question") or state["question"], evidence, blocks,
+                        stats.document_frequency if stats else None, stats.documents if stats else 0,
+                        embed, unit_vectors, standout, state.get("query_vector"))
+        found.above_floor, found.similarity = above_floor, similarity
+        result, reason = verdict(found)
+        options = options_for(config)
+        if options.coverage_judge and is_endpoint(resources.settings.chat_provider) and blocks:
+            found.judge = judge_with_model(resources.chat_model, state.get("standalone_question")
+                                           or state["question"], blocks, config)
+            result, reason = with_judgement(result, reason, found)
+    return {"coverage": result, "coverage_reason": reason, "coverage_signals": found.to_dict()}
 
 
 # --- what the reader reads first when the verdict is partial --------------------------------

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, question_of, resources_for, with_timing
+from graph.resources import resources_for
+from graph.state import question_of
+from graph.timing import timed
 
 
-def embed(state: dict, config: RunnableConfig = None) -> dict:
+def load(config: RunnableConfig) -> None:
+    """The index checked against the model (once per process) and the model loaded."""
     resources = resources_for(config)
     resources.check_manifest()
-    embeddings = resources.embeddings
-    with Stopwatch() as sw:
-        vector = embeddings.embed_query(question_of(state))
-    return {"query_vector": [float(x) for x in vector], "timings_ms": with_timing(state, "embed", sw.ms)}
+    resources.embeddings
+
+
+@timed("embed", untimed=load)
+def embed(state: dict, config: RunnableConfig = None) -> dict:
+    vector = resources_for(config).embeddings.embed_query(question_of(state))
+    return {"query_vector": [float(x) for x in vector]}

@@ -42,7 +42,9 @@ from dataclasses import dataclass
 from langchain_core.runnables import RunnableConfig
 
 from fieldguide.content_words import content_word_count, terms
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import timed
 from nodes.condense import own_part
 from nodes.quotable import Unit, context_units, looks_like_instruction
 
@@ -375,19 +377,18 @@ def unit_record(unit: Unit) -> dict:
             "label": unit.label}
 
 
+@timed("evidence")
 def evidence(state: dict, config: RunnableConfig = None) -> dict:
-    with Stopwatch() as sw:
-        blocks = state.get("context") or []
-        if state.get("abstain") or not blocks:
-            chosen: list[Unit] = []
-        else:
-            options = options_for(config)
-            resources = resources_for(config)
-            question = state.get("standalone_question") or state["question"]
-            chosen = select_evidence(question, blocks, evidence_budget(question, options.evidence_words),
-                                     state.get("query_vector"), resources.text_vectors.embed)
+    blocks = state.get("context") or []
+    if state.get("abstain") or not blocks:
+        chosen: list[Unit] = []
+    else:
+        options = options_for(config)
+        resources = resources_for(config)
+        question = state.get("standalone_question") or state["question"]
+        chosen = select_evidence(question, blocks, evidence_budget(question, options.evidence_words),
+                                 state.get("query_vector"), resources.text_vectors.embed)
     return {
         "evidence": [unit_record(u) for u in chosen],
         "evidence_markdown": evidence_markdown(chosen) if chosen else "",
-        "timings_ms": with_timing(state, "evidence", sw.ms),
     }

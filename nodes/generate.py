@@ -30,7 +30,9 @@ from langgraph.types import StreamWriter
 from fieldguide.chat import bind_generation_options
 from fieldguide.content_words import terms
 from fieldguide.headings import breadcrumb
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import timed
 from nodes.check import SentenceChecker, SentenceStream
 from nodes.citations import MarkerFilter, cited_numbers, citations_for
 from nodes.coverage import PARTIAL, partial_preface
@@ -105,70 +107,67 @@ class AnswerWriter:
         return "".join(self.parts).strip()
 
 
+@timed("generate")
 async def generate(state: dict, config: RunnableConfig = None, writer: StreamWriter = _nowhere) -> dict:
     if state.get("abstain") or not state.get("prompt_messages"):
-        with Stopwatch() as sw:
-            answer = abstain_message(state.get("nearest") or [], state.get("unmentioned") or [])
-            # streamed like any answer: a client that renders tokens shows it as they come
-            AnswerWriter(writer).write(answer)
-        return {"answer": answer, "citations": [], "sentences": [], "messages": [AIMessage(content=answer)],
-                "timings_ms": with_timing(state, "generate", sw.ms)}
-    with Stopwatch() as sw:
-        blocks = state.get("context") or []
-        options = options_for(config)
-        resources = resources_for(config)
-        out = AnswerWriter(writer)
-        evidence = state.get("evidence") or []
-        if state.get("coverage") == PARTIAL:  # said first, before any quote, so no reader misses it
-            out.write(partial_preface(state.get("standalone_question") or state["question"],
-                                      state.get("coverage_signals")))
-            out.pending_break = "\n\n"
-        if state.get("evidence_markdown"):
-            out.write(out.pending_break if out.parts else "")
-            out.write(state["evidence_markdown"])
-            out.pending_break = "\n\n"
-        units = context_units(blocks)
-        vectors = resources.text_vectors.embed([embedding_text(u) for u in units]) if units else []
-        checker = SentenceChecker(blocks, units, vectors, state.get("standalone_question") or state["question"],
-                                  resources.text_vectors.embed_one, options.verify, options.min_support)
-        for unit in evidence:  # the quoted units count as said: a sentence repeating them adds nothing
-            checker.said.append(terms(unit["text"]))
-        sentences = evidence_sentences(evidence)
-        stream, markers = SentenceStream(), MarkerFilter(len(blocks))
-        model = bind_generation_options(resources.chat_model, options.max_answer_tokens, options.temperature)
+        answer = abstain_message(state.get("nearest") or [], state.get("unmentioned") or [])
+        # streamed like any answer: a client that renders tokens shows it as they come
+        AnswerWriter(writer).write(answer)
+        return {"answer": answer, "citations": [], "sentences": [], "messages": [AIMessage(content=answer)]}
+    blocks = state.get("context") or []
+    options = options_for(config)
+    resources = resources_for(config)
+    out = AnswerWriter(writer)
+    evidence = state.get("evidence") or []
+    if state.get("coverage") == PARTIAL:  # said first, before any quote, so no reader misses it
+        out.write(partial_preface(state.get("standalone_question") or state["question"],
+                                  state.get("coverage_signals")))
+        out.pending_break = "\n\n"
+    if state.get("evidence_markdown"):
+        out.write(out.pending_break if out.parts else "")
+        out.write(state["evidence_markdown"])
+        out.pending_break = "\n\n"
+    units = context_units(blocks)
+    vectors = resources.text_vectors.embed([embedding_text(u) for u in units]) if units else []
+    checker = SentenceChecker(blocks, units, vectors, state.get("standalone_question") or state["question"],
+                              resources.text_vectors.embed_one, options.verify, options.min_support)
+    for unit in evidence:  # the quoted units count as said: a sentence repeating them adds nothing
+        checker.said.append(terms(unit["text"]))
+    sentences = evidence_sentences(evidence)
+    stream, markers = SentenceStream(), MarkerFilter(len(blocks))
+    model = bind_generation_options(resources.chat_model, options.max_answer_tokens, options.temperature)
 
-        dropped_in_a_row = 0
+    dropped_in_a_row = 0
 
-        def judge(pieces) -> None:
-            nonlocal dropped_in_a_row
-            for text, following in pieces:
-                verdict = checker.check(text)
-                sentences.append(verdict.record())
-                dropped_in_a_row = dropped_in_a_row + 1 if options.verify == "drop" and not verdict.kept else 0
-                if dropped_in_a_row >= MAX_DROPPED_IN_A_ROW:
-                    return
-                if options.verify != "off" and verdict.kept and verdict.text:
-                    out.sentence(f"{FLAG} {verdict.text}" if verdict.flagged else verdict.text, following)
+    def judge(pieces) -> None:
+        nonlocal dropped_in_a_row
+        for text, following in pieces:
+            verdict = checker.check(text)
+            sentences.append(verdict.record())
+            dropped_in_a_row = dropped_in_a_row + 1 if options.verify == "drop" and not verdict.kept else 0
+            if dropped_in_a_row >= MAX_DROPPED_IN_A_ROW:
+                return
+            if options.verify != "off" and verdict.kept and verdict.text:
+                out.sentence(f"{FLAG} {verdict.text}" if verdict.flagged else verdict.text, following)
 
-        async with contextlib.aclosing(model.astream(state["prompt_messages"], config)) as chunks:
-            async for chunk in chunks:
-                text = chunk.content if isinstance(chunk.content, str) else str(chunk.content)
-                if not text:
-                    continue
-                if options.verify == "off":
-                    out.flow(markers.feed(text))
-                judge(stream.feed(text))
-                if dropped_in_a_row >= MAX_DROPPED_IN_A_ROW:
-                    break  # closing the stream stops the model: what it writes now is left out too
-        if dropped_in_a_row < MAX_DROPPED_IN_A_ROW:
-            judge(stream.close())
-        if options.verify == "off":
-            out.flow(markers.close())
-        answer = out.text or NOTHING_TO_QUOTE
+    async with contextlib.aclosing(model.astream(state["prompt_messages"], config)) as chunks:
+        async for chunk in chunks:
+            text = chunk.content if isinstance(chunk.content, str) else str(chunk.content)
+            if not text:
+                continue
+            if options.verify == "off":
+                out.flow(markers.feed(text))
+            judge(stream.feed(text))
+            if dropped_in_a_row >= MAX_DROPPED_IN_A_ROW:
+                break  # closing the stream stops the model: what it writes now is left out too
+    if dropped_in_a_row < MAX_DROPPED_IN_A_ROW:
+        judge(stream.close())
+    if options.verify == "off":
+        out.flow(markers.close())
+    answer = out.text or NOTHING_TO_QUOTE
     return {
         "answer": answer,
         "citations": citations_for(cited_numbers(answer), blocks, resources.settings.source_url_template),
         "sentences": sentences,
         "messages": [AIMessage(content=answer)],
-        "timings_ms": with_timing(state, "generate", sw.ms),
     }

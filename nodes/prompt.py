@@ -14,7 +14,9 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, question_of, with_timing
+from graph.options import options_for
+from graph.state import question_of
+from graph.timing import timed
 from ingest.dialects import reading_of
 from prompts.loader import system_prompt, user_message
 
@@ -48,17 +50,14 @@ def prompt_blocks(blocks: list[dict], evidence: list[dict], max_words: int) -> l
     return sorted(chosen)
 
 
+@timed("prompt")
 def prompt(state: dict, config: RunnableConfig = None) -> dict:
-    with Stopwatch() as sw:
-        if state.get("abstain"):
-            messages = []
-        else:
-            blocks = state.get("context") or []
-            read = prompt_blocks(blocks, state.get("evidence") or [], options_for(config).prompt_context_words)
-            messages = [
-                SystemMessage(content=system_prompt(state.get("intent", "conceptual"))),
-                *earlier_turns(state.get("messages") or [], state["question"]),
-                HumanMessage(content=user_message(question_of(state), [blocks[i] for i in read],
-                                                  [i + 1 for i in read])),
-            ]
-    return {"prompt_messages": messages, "timings_ms": with_timing(state, "prompt", sw.ms)}
+    if state.get("abstain"):
+        return {"prompt_messages": []}
+    blocks = state.get("context") or []
+    read = prompt_blocks(blocks, state.get("evidence") or [], options_for(config).prompt_context_words)
+    return {"prompt_messages": [
+        SystemMessage(content=system_prompt(state.get("intent", "conceptual"))),
+        *earlier_turns(state.get("messages") or [], state["question"]),
+        HumanMessage(content=user_message(question_of(state), [blocks[i] for i in read], [i + 1 for i in read])),
+    ]}

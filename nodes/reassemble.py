@@ -32,7 +32,9 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.timing import timed
 from ingest.dialects import reading_of
 from ingest.parts import section_gaps
 
@@ -69,26 +71,26 @@ def to_block(chunk: dict) -> dict:
     return block
 
 
+@timed("reassemble")
 def reassemble(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
     hits = state.get("cap_results") or []
-    with Stopwatch() as sw:
-        if options.use_reassembly:
-            split = list(dict.fromkeys(h["group_id"] for h in hits if int(h.get("part_count") or 1) > 1))
-            wanted = intro_requests(hits) if options.parent_intro else []
-            parts, intros = {}, []
-            if split or wanted:  # one round trip for every split section and every candidate intro
-                parts, intros = resources_for(config).store.reassembly_parts(split, wanted)
-            by_parent = {(source, tuple(path), label): intro for (source, path, _, label), intro in zip(wanted, intros)}
-            context, gaps = assemble(
-                hits + (state.get("below_cut") or []), state.get("search_results") or [], options.context_token_budget,
-                lambda group_id: parts.get(group_id, []),
-                (lambda requests: [by_parent.get((s, tuple(p), label)) for s, p, _, label in requests]) if wanted else None,
-                options.section_token_budget)
-        else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
-            context = [to_block(hit) for hit in hits]
-            gaps = section_gaps(context)
-    return {"context": context, "gaps": gaps, "timings_ms": with_timing(state, "reassemble", sw.ms)}
+    if options.use_reassembly:
+        split = list(dict.fromkeys(h["group_id"] for h in hits if int(h.get("part_count") or 1) > 1))
+        wanted = intro_requests(hits) if options.parent_intro else []
+        parts, intros = {}, []
+        if split or wanted:  # one round trip for every split section and every candidate intro
+            parts, intros = resources_for(config).store.reassembly_parts(split, wanted)
+        by_parent = {(source, tuple(path), label): intro for (source, path, _, label), intro in zip(wanted, intros)}
+        context, gaps = assemble(
+            hits + (state.get("below_cut") or []), state.get("search_results") or [], options.context_token_budget,
+            lambda group_id: parts.get(group_id, []),
+            (lambda requests: [by_parent.get((s, tuple(p), label)) for s, p, _, label in requests]) if wanted else None,
+            options.section_token_budget)
+    else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
+        context = [to_block(hit) for hit in hits]
+        gaps = section_gaps(context)
+    return {"context": context, "gaps": gaps}
 
 
 def intro_requests(hits: list[dict]) -> list[tuple[str, list[str], int | None, str | None]]:

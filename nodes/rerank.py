@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_stage, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.state import question_of
+from graph.timing import timed
 from nodes.condense import own_part
 
 
@@ -31,21 +34,17 @@ def own_words(state: dict) -> str | None:
     return own or None
 
 
+@timed("rerank", stage="rerank_results")
 def rerank(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
     candidates = [dict(c) for c in state.get("threshold_results") or []]
-    with Stopwatch() as sw:
-        if candidates and options.use_reranker:
-            resources = resources_for(config)
-            scores = resources.reranker.score(question_of(state), candidates, intent=state.get("intent"),
-                                              term_stats=resources.term_stats, lexical_question=own_words(state))
-        else:
-            scores = [c["similarity"] for c in candidates]
-        for candidate, value in zip(candidates, scores):
-            candidate["rerank_score"] = round(float(value), 4)
-        candidates.sort(key=lambda c: -c["rerank_score"])
-    return {
-        "rerank_results": candidates,
-        "stages": with_stage(state, "rerank", candidates),
-        "timings_ms": with_timing(state, "rerank", sw.ms),
-    }
+    if candidates and options.use_reranker:
+        resources = resources_for(config)
+        scores = resources.reranker.score(question_of(state), candidates, intent=state.get("intent"),
+                                          term_stats=resources.term_stats, lexical_question=own_words(state))
+    else:
+        scores = [c["similarity"] for c in candidates]
+    for candidate, value in zip(candidates, scores):
+        candidate["rerank_score"] = round(float(value), 4)
+    candidates.sort(key=lambda c: -c["rerank_score"])
+    return {"rerank_results": candidates}

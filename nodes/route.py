@@ -30,7 +30,9 @@ import re
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, question_of, with_timing
+from graph.options import options_for
+from graph.state import question_of
+from graph.timing import timed
 
 UI_NOUNS = (
     r"button|buttons|field|fields|tab|tabs|menu|menus|screen|screens|page|pages|dialog|modal|window|"
@@ -132,19 +134,17 @@ def decide(margin: float, reasons: list[str]) -> tuple[str, float, str]:
     return intent, confidence, "; ".join(reasons) or "no cue"
 
 
+@timed("route")
 def route(state: dict, config: RunnableConfig = None) -> dict:
-    routing = options_for(config).use_routing
-    with Stopwatch() as sw:
-        if routing:
-            margin, reasons = wording_margin(question_of(state))
-            intent, confidence, reason = decide(margin, reasons)
-        else:  # switched off (ablation): every question alike, conceptual prompt, no screen steering
-            margin, (intent, confidence, reason) = 0.0, ("conceptual", 0.5, "routing off")
+    if options_for(config).use_routing:
+        margin, reasons = wording_margin(question_of(state))
+        intent, confidence, reason = decide(margin, reasons)
+    else:  # switched off (ablation): every question alike, conceptual prompt, no screen steering
+        margin, (intent, confidence, reason) = 0.0, ("conceptual", 0.5, "routing off")
     return {
         "intent": intent,
         "intent_confidence": confidence,
         "intent_reason": reason,
         "intent_wording": margin,
         "messages": [HumanMessage(content=state["question"])],
-        "timings_ms": with_timing(state, "route", sw.ms),
     }

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from langchain_core.runnables import RunnableConfig
 
-from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_stage, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.state import question_of
+from graph.timing import timed
 
 SCREEN_INTENTS = ("screen", "ambiguous")
 
@@ -31,26 +34,27 @@ def merge_candidates(*result_lists: list[dict]) -> list[dict]:
     return sorted(best.values(), key=lambda c: -c["similarity"])
 
 
+def connect(config: RunnableConfig) -> None:
+    """The store opened (once per process)."""
+    resources_for(config).store
+
+
+@timed("search", stage="search_results", untimed=connect)
 def search(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
     store = resources_for(config).store
     if options.labels:
         store = store.limited_to(options.labels)
     vector = state["query_vector"]
-    with Stopwatch() as sw:
-        def nearest(k: int, content_kind: str | None = None):
-            if options.hybrid_alpha is None:
-                return lambda: store.near_vector(vector, k, content_kind=content_kind)
-            # Hybrid ranks by fused BM25+vector score; "similarity" stays the real cosine.
-            return lambda: store.hybrid(question_of(state), vector, k, alpha=options.hybrid_alpha,
-                                        content_kind=content_kind)
 
-        calls = [nearest(options.search_k)]
-        if state.get("intent") in SCREEN_INTENTS and options.screen_k > 0:
-            calls.append(nearest(options.screen_k, "screen"))
-        candidates = merge_candidates(*store.searches(calls))
-    return {
-        "search_results": candidates,
-        "stages": with_stage(state, "search", candidates),
-        "timings_ms": with_timing(state, "search", sw.ms),
-    }
+    def nearest(k: int, content_kind: str | None = None):
+        if options.hybrid_alpha is None:
+            return lambda: store.near_vector(vector, k, content_kind=content_kind)
+        # Hybrid ranks by fused BM25+vector score; "similarity" stays the real cosine.
+        return lambda: store.hybrid(question_of(state), vector, k, alpha=options.hybrid_alpha,
+                                    content_kind=content_kind)
+
+    calls = [nearest(options.search_k)]
+    if state.get("intent") in SCREEN_INTENTS and options.screen_k > 0:
+        calls.append(nearest(options.screen_k, "screen"))
+    return {"search_results": merge_candidates(*store.searches(calls))}

@@ -36,7 +36,10 @@ import math
 from langchain_core.runnables import RunnableConfig
 
 from graph.intent_examples import unit_vector
-from graph.runtime import Stopwatch, options_for, question_of, resources_for, with_timing
+from graph.options import options_for
+from graph.resources import resources_for
+from graph.state import question_of
+from graph.timing import timed
 
 WORDING_WEIGHT = 0.46
 EXAMPLE_WEIGHT = 8.2
@@ -93,33 +96,32 @@ def tokens_per_word(question: str, counter) -> float:
     return (counter.count_piece(question) - counter.special_tokens) / len(found) if found else 0.0
 
 
+@timed("weigh_intent")
 def weigh_intent(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
     if not options.use_routing:  # switched off (ablation): route's conceptual stands
-        return {"timings_ms": with_timing(state, "weigh_intent", 0.0)}
+        return {}
     resources = resources_for(config)
-    with Stopwatch() as sw:
-        wording = float(state.get("intent_wording") or 0.0)
-        cost = tokens_per_word(question_of(state), resources.token_counter)
-        if cost <= FLUENT_TOKENS_PER_WORD:
-            examples = example_evidence(state["query_vector"], resources.intent_prototypes)
-            examples_note = f"cosine difference {examples:+.3f}"
-        else:
-            examples = 0.0
-            examples_note = f"not counted: the model reads {cost:.1f} tokens a word"
-        candidates = state.get("rerank_results") or state.get("search_results") or []
-        calibration = resources.calibration_for(options.labels)
-        # an empty index has no share of anything (its calibration says 0)
-        index_share = calibration.screen_share if getattr(calibration, "chunks", 1) else None
-        screen_share = (index_share or 0.0) if candidates else 0.0
-        from_candidates = candidate_evidence(candidates, screen_share)
-        prior = base_rate(index_share)
-        intent, confidence, z = weigh(wording, examples, from_candidates, prior)
-        reason = (f"z {z:+.2f}: wording {WORDING_WEIGHT * wording:+.2f} ({state.get('intent_reason') or 'no cue'}); "
-                  f"examples {EXAMPLE_WEIGHT * examples:+.2f} ({examples_note}); "
-                  f"candidates {CANDIDATE_WEIGHT * from_candidates:+.2f} (screen share of the best "
-                  f"{min(CANDIDATES, len(candidates))} {from_candidates + screen_share:.2f}, "
-                  f"index {screen_share:.2f}); docs {BASE_RATE_WEIGHT * prior:+.2f} (screen share of the index "
-                  f"{index_share if index_share is not None else 'unknown'})")
-    return {"intent": intent, "intent_confidence": confidence, "intent_reason": reason,
-            "timings_ms": with_timing(state, "weigh_intent", sw.ms)}
+    wording = float(state.get("intent_wording") or 0.0)
+    cost = tokens_per_word(question_of(state), resources.token_counter)
+    if cost <= FLUENT_TOKENS_PER_WORD:
+        examples = example_evidence(state["query_vector"], resources.intent_prototypes)
+        examples_note = f"cosine difference {examples:+.3f}"
+    else:
+        examples = 0.0
+        examples_note = f"not counted: the model reads {cost:.1f} tokens a word"
+    candidates = state.get("rerank_results") or state.get("search_results") or []
+    calibration = resources.calibration_for(options.labels)
+    # an empty index has no share of anything (its calibration says 0)
+    index_share = calibration.screen_share if getattr(calibration, "chunks", 1) else None
+    screen_share = (index_share or 0.0) if candidates else 0.0
+    from_candidates = candidate_evidence(candidates, screen_share)
+    prior = base_rate(index_share)
+    intent, confidence, z = weigh(wording, examples, from_candidates, prior)
+    reason = (f"z {z:+.2f}: wording {WORDING_WEIGHT * wording:+.2f} ({state.get('intent_reason') or 'no cue'}); "
+              f"examples {EXAMPLE_WEIGHT * examples:+.2f} ({examples_note}); "
+              f"candidates {CANDIDATE_WEIGHT * from_candidates:+.2f} (screen share of the best "
+              f"{min(CANDIDATES, len(candidates))} {from_candidates + screen_share:.2f}, "
+              f"index {screen_share:.2f}); docs {BASE_RATE_WEIGHT * prior:+.2f} (screen share of the index "
+              f"{index_share if index_share is not None else 'unknown'})")
+    return {"intent": intent, "intent_confidence": confidence, "intent_reason": reason}

@@ -79,7 +79,7 @@ def render() -> str:
         f"Every setting is an environment variable `{prefix}<NAME>` (the field's name in upper case; names "
         f"are case-insensitive) or a line in a `{env_file}` file in the working folder. The query pipeline's "
         "settings are defaults: a run's `configurable` (or `fieldguide ask --set NAME=VALUE`) overrides them per "
-        "request, within the bounds of `graph.runtime.QueryOptions` and, on the public routes, the "
+        "request, within the bounds of `graph.options.QueryOptions` and, on the public routes, the "
         f"`{prefix}PUBLIC_MAX_*` limits.",
         "",
     ]

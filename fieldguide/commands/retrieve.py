@@ -47,7 +47,7 @@ def read_questions(path: Path, conversations: bool = False) -> list[dict]:
 def parse_overrides(pairs: list[str]) -> dict:
     """--set NAME=VALUE pairs as run options, checked against their declaration (a typo or a
     value out of bounds is a ValueError naming the option)."""
-    from graph.runtime import QueryOptions
+    from graph.options import QueryOptions
 
     overrides = {}
     for pair in pairs:

@@ -23,7 +23,7 @@ from fieldguide.evaluation.metrics import score_slices
 
 PIPELINE = "fieldguide"
 NO_TOKEN_PASS = "no_token_pass"
-# Per-request options that switch one query-time stage off (see graph/runtime.py).
+# Per-request options that switch one query-time stage off (see graph/options.py).
 QUERY_ABLATIONS: dict[str, dict] = {
     "no_threshold": {"min_similarity": -1.0},          # cosine is never below -1: everything passes
     "no_rerank": {"reranker": False},                  # similarity order, similarity as the score

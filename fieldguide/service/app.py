@@ -362,7 +362,7 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     """Build the service.
 
     graph_factory(checkpointer=...) returns the compiled graph (default: the query graph
-    with shared `graph.runtime.Resources`); `configurable` is added to every run's config;
+    with shared `graph.resources.Resources`); `configurable` is added to every run's config;
     `readiness` replaces the store probe; `docs_dir` (default `settings.docs_dir`) is
     served under /docs-assets/ for screenshots and source links.
     """
@@ -382,7 +382,7 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         graph_factory = default_graph_factory
         retrieval_graph = default_retrieval_graph()
         if "resources" not in configurable:
-            from graph.runtime import Resources
+            from graph.resources import Resources
 
             resources = Resources(settings)
             configurable["resources"] = resources

@@ -123,7 +123,7 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.resources.types import FunctionResource
 
-    from graph.runtime import InvalidOption
+    from graph.options import InvalidOption
 
     root = logging.getLogger()
     placeholder = None if own_logging or root.handlers else logging.NullHandler()

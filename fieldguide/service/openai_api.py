@@ -81,7 +81,7 @@ def read_request(raw: bytes, settings) -> tuple[ChatRequest, str, list, dict[str
     """(request, question, earlier turns as LangChain messages, run options), or OpenAIError."""
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from graph.runtime import InvalidOption, QueryOptions, check_public_limits
+    from graph.options import InvalidOption, QueryOptions, check_public_limits
 
     try:
         body = json.loads(raw or b"null")

@@ -6,7 +6,7 @@ LangServe only forwards config keys the runnable declares, which drops a client'
 client wants a multi-turn thread, else a fresh one (the bounded checkpointer forgets
 old threads). Shared resources (models, store) are injected the same way.
 
-The run options (`graph.runtime.QueryOptions`) are declared to LangServe as the runnable's
+The run options (`graph.options.QueryOptions`) are declared to LangServe as the runnable's
 configurable fields, with their bounds and, for the options that cost work (k, budgets,
 answer tokens), the public limits of the settings as upper bounds. So `/rag/config_schema`
 and the playground show them, and RemoteRunnable's `configurable` reaches the graph. LangServe
@@ -27,7 +27,7 @@ from langchain_core.runnables.utils import ConfigurableFieldSpec
 from pydantic import BaseModel, ConfigDict, create_model
 from typing_extensions import NotRequired, TypedDict
 
-from graph.runtime import QueryOptions, option_annotations
+from graph.options import QueryOptions, option_annotations
 
 THREAD_HEADER = "x-thread-id"
 _THREAD_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,80}$")

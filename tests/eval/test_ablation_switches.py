@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from fieldguide.evaluation.runner import QUERY_ABLATIONS, subset_questions
 from fieldguide.settings import Settings
-from graph.runtime import QueryOptions
+from graph.options import QueryOptions
 from nodes.reassemble import reassemble
 from nodes.route import route
 

@@ -195,7 +195,7 @@ def test_per_request_caps_change_the_result(override, expected):
 
 def test_the_check_defaults_per_generator_and_an_unknown_verify_mode_is_refused():
     from fieldguide.settings import Settings
-    from graph.runtime import InvalidOption, QueryOptions
+    from graph.options import InvalidOption, QueryOptions
 
     local = QueryOptions.from_config({}, Settings(chat_provider="local"))
     endpoint = QueryOptions.from_config({}, Settings(chat_provider="openai"))

@@ -45,7 +45,7 @@ def test_cross_encoder_scores_every_pair_and_drives_the_order(random_cross_encod
 @pytest.mark.models
 def test_warm_up_loads_a_configured_cross_encoder_and_embeds_once(random_cross_encoder):
     from fakes import FakeEmbeddings
-    from graph.runtime import Resources
+    from graph.resources import Resources
 
     embeddings = FakeEmbeddings()
     resources = Resources(Settings(reranker_model=random_cross_encoder), embeddings=embeddings)
@@ -60,7 +60,7 @@ def test_warm_up_loads_a_configured_cross_encoder_and_embeds_once(random_cross_e
 def test_warm_up_scores_with_the_fallback_and_loads_the_chat_model_when_asked(monkeypatch):
     import fieldguide.chat
     from fakes import FakeEmbeddings
-    from graph.runtime import Resources
+    from graph.resources import Resources
 
     chat = object()
     monkeypatch.setattr(fieldguide.chat, "load_chat_model", lambda settings: chat)

@@ -8,7 +8,7 @@ from fakes import config_for, make_resources
 
 from fieldguide.settings import Settings
 from graph.graph import build_graph
-from graph.runtime import (
+from graph.options import (
     RUNTIME_KEY,
     InvalidOption,
     QueryOptions,
@@ -98,7 +98,7 @@ def test_a_node_refuses_a_run_whose_option_is_out_of_bounds():
 
 
 def test_a_run_s_options_are_resolved_once_per_distinct_request_and_stay_per_request():
-    from graph.runtime import OPTIONS_CACHE_SIZE, options_for
+    from graph.options import OPTIONS_CACHE_SIZE, options_for
 
     resources = make_resources([])
     first = options_for(config_for(resources, max_chunks=3, thread_id="a"))

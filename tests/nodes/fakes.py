@@ -114,7 +114,7 @@ def make_resources(records, *, chat_model=None, reranker=None, model_id=None, **
     from fieldguide.embedding import embedding_model_id
     from fieldguide.reranker import LexicalFallbackScorer
     from fieldguide.settings import Settings
-    from graph.runtime import Resources
+    from graph.resources import Resources
 
     # Pin the knobs the tests rely on, so re-tuning the defaults does not change them.
     pinned = {"search_k": 12, "screen_k": 6, "min_similarity": 0.25, "rerank_min": 0.0, "abstain_margin": 0.0,

@@ -104,7 +104,7 @@ def test_condense_off_leaves_the_question_alone():
 
 
 def test_an_unknown_condense_mode_is_a_clear_error():
-    from graph.runtime import InvalidOption
+    from graph.options import InvalidOption
 
     with pytest.raises(InvalidOption, match="option condense: .*'auto', 'model', 'rules' or 'off'"):
         condense(follow_up_state(), config_for(make_resources([]), condense="sometimes"))

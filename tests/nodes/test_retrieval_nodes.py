@@ -3,7 +3,7 @@ import pytest
 from fakes import config_for, make_resources, record
 from fieldguide.errors import ModelMismatch
 from fieldguide.reranker import LexicalFallbackScorer
-from graph.runtime import QueryOptions
+from graph.options import QueryOptions
 from nodes.cap import cap
 from nodes.embed import embed
 from nodes.rerank import rerank

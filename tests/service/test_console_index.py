@@ -34,7 +34,7 @@ def index(weaviate_service, tmp_path_factory, embeddings):
 
 @pytest.fixture
 def console_app(index, embeddings):
-    from graph.runtime import Resources
+    from graph.resources import Resources
 
     settings = index.model_copy(update={"state_url": fresh_sqlite_url(), "console_token": SecretStr(TOKEN)})
     resources = Resources(settings, embeddings=embeddings)

@@ -80,7 +80,7 @@ def _configurable_schema(schema: dict) -> dict:
 
 
 def test_config_schema_declares_the_run_options_with_bounds_and_public_limits(rag_server):
-    from graph.runtime import QueryOptions
+    from graph.options import QueryOptions
 
     base, app = rag_server
     with httpx.Client(timeout=30) as client:

@@ -32,7 +32,7 @@ def test_ingest_calibrates_stores_and_an_old_manifest_is_migrated(weaviate_setti
     from fieldguide.bm25 import TermStats
     from fieldguide.calibration import OFF_TOPIC_PROBES, Calibration
     from fieldguide.store import open_store
-    from graph.runtime import Resources
+    from graph.resources import Resources
     from ingest.pipeline import ingest_folder
 
     docs = write_corpus(tmp_path / "docs")

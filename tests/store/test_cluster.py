@@ -48,7 +48,7 @@ def test_cluster_nodes_and_cli_status(cluster):
 
 def test_a_node_killed_during_questions_fails_none_and_catches_up(cluster, embeddings, tmp_path):
     from graph.graph import build_retrieval_graph
-    from graph.runtime import Resources
+    from graph.resources import Resources
     from ingest.pipeline import ingest_folder
 
     from fieldguide.store import open_store

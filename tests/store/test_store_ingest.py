@@ -208,7 +208,7 @@ def test_a_rejected_insert_is_reported_and_a_rerun_loses_nothing(tmp_path, weavi
 def test_an_int8_index_is_refused_to_the_fp32_backends_naming_reindex(tmp_path, weaviate_settings, embeddings):
     from fieldguide.errors import ModelMismatch
     from fieldguide.service.readiness import store_readiness
-    from graph.runtime import Resources
+    from graph.resources import Resources
 
     docs = write_corpus(tmp_path / "docs")
     int8 = weaviate_settings.model_copy(update={"embedding_backend": "onnx", "embedding_quantization": "int8"})
