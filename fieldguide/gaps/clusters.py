@@ -1,6 +1,7 @@
 """Clustering problem questions by meaning: greedy average linkage, then merging close clusters."""
 from __future__ import annotations
 
+
 # The clustering threshold is measured for the embedding model in use (`probe_threshold`):
 # the highest cosine between any two of the calibration's off-topic probes, questions on
 # unrelated subjects. A question closer than that to a cluster's centroid is taken to ask
