@@ -84,47 +84,7 @@ def add_conversation_routes(app: FastAPI, service) -> None:
     settings = service.settings
     conversations = service.conversations
 
-    @app.post("/conversations", status_code=202)
-    async def start_conversation(body: QuestionIn, background: BackgroundTasks) -> JSONResponse:
-        question = body.question.strip()
-        if not question:
-            raise invalid("question", "the question is empty", body.question)
-        if len(question) > settings.max_question_chars:
-            raise invalid("question", f"the question is longer than {settings.max_question_chars} characters",
-                          f"{len(question)} characters")
-        labels = None
-        if body.labels:
-            from fieldguide.labels import InvalidLabel
-
-            try:
-                labels = await asyncio.to_thread(service.doc_sets.checked, body.labels)
-            except InvalidLabel as exc:
-                raise invalid("labels", str(exc), body.labels) from None
-
-        def admit() -> tuple[Conversation | None, str | JSONResponse]:
-            if body.conversation_id is not None:
-                conversation = conversations.get(body.conversation_id)
-                if conversation is None:
-                    return None, JSONResponse({"detail": "unknown conversation (it may have expired)"}, status_code=404)
-                if not service.reserve_turn(conversation):
-                    return None, JSONResponse({"detail": "this conversation is still answering its previous question"},
-                                              status_code=409)
-                conversations.touch(conversation)
-                return conversation, f"/conversations/{conversation.id}/stream?after={conversation.turn_started_at_id}"
-            try:
-                conversation = conversations.create()
-            except ConversationLimitReached as exc:
-                return None, JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
-            service.reserve_turn(conversation)
-            return conversation, f"/conversations/{conversation.id}/stream"
-
-        conversation, stream_url = await service.with_state(admit)
-        if conversation is None:
-            return stream_url
-        # Started once the 202 is on the wire: a run's first steps cost CPU the reply need not wait for.
-        background.add_task(service.begin_turn, conversation, question, labels)
-        return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202,
-                            background=background)
+    _add_start_route(app, service)
 
     @app.get("/conversations/{conversation_id}/stream")
     async def stream_conversation(conversation_id: str, after: int = 0,
@@ -174,6 +134,54 @@ def add_conversation_routes(app: FastAPI, service) -> None:
         if isinstance(result, LookupError):
             return JSONResponse({"detail": str(result)}, status_code=409)
         return JSONResponse({"handoff_id": result, "status": "queued"}, status_code=202)
+
+
+def _add_start_route(app: FastAPI, service) -> None:
+    """POST /conversations: a new conversation, or the next turn of one; 202 and the stream's URL."""
+    settings = service.settings
+    conversations = service.conversations
+
+    @app.post("/conversations", status_code=202)
+    async def start_conversation(body: QuestionIn, background: BackgroundTasks) -> JSONResponse:
+        question = body.question.strip()
+        if not question:
+            raise invalid("question", "the question is empty", body.question)
+        if len(question) > settings.max_question_chars:
+            raise invalid("question", f"the question is longer than {settings.max_question_chars} characters",
+                          f"{len(question)} characters")
+        labels = None
+        if body.labels:
+            from fieldguide.labels import InvalidLabel
+
+            try:
+                labels = await asyncio.to_thread(service.doc_sets.checked, body.labels)
+            except InvalidLabel as exc:
+                raise invalid("labels", str(exc), body.labels) from None
+
+        def admit() -> tuple[Conversation | None, str | JSONResponse]:
+            if body.conversation_id is not None:
+                conversation = conversations.get(body.conversation_id)
+                if conversation is None:
+                    return None, JSONResponse({"detail": "unknown conversation (it may have expired)"}, status_code=404)
+                if not service.reserve_turn(conversation):
+                    return None, JSONResponse({"detail": "this conversation is still answering its previous question"},
+                                              status_code=409)
+                conversations.touch(conversation)
+                return conversation, f"/conversations/{conversation.id}/stream?after={conversation.turn_started_at_id}"
+            try:
+                conversation = conversations.create()
+            except ConversationLimitReached as exc:
+                return None, JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
+            service.reserve_turn(conversation)
+            return conversation, f"/conversations/{conversation.id}/stream"
+
+        conversation, stream_url = await service.with_state(admit)
+        if conversation is None:
+            return stream_url
+        # Started once the 202 is on the wire: a run's first steps cost CPU the reply need not wait for.
+        background.add_task(service.begin_turn, conversation, question, labels)
+        return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202,
+                            background=background)
 
 
 def add_health_routes(app: FastAPI, service) -> None:
