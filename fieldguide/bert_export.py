@@ -111,42 +111,14 @@ def read_sentence_model(model_path: str, model_id: str, quantization: str) -> di
     Tokenizer set up as sentence-transformers would use it}. Raises ModelUnavailable for models
     no ONNX export runs, NotExportable for those only the torch exporter can write."""
     root = resolve_model_dir(model_path)
-    modules_file = root / "modules.json"
-    if modules_file.is_file():
-        modules = _read_json(modules_file)
-        if not isinstance(modules, list):
-            raise ModelUnavailable(f"{modules_file} should list the model's modules.")
-    else:  # a plain transformers folder: sentence-transformers reads it as Transformer + mean pooling
-        modules = [{"path": "", "type": "Transformer"}, {"path": None, "type": "Pooling"}]
-    kinds = [str(module.get("type", "")).rsplit(".", 1)[-1] for module in modules]
-    if not kinds or kinds[0] != "Transformer" or not set(kinds) <= SUPPORTED_MODULES or "Pooling" not in kinds:
-        raise ModelUnavailable(
-            f"The ONNX backend runs Transformer + Pooling (+ Normalize) models; {model_id} has "
-            f"{' + '.join(kinds)}. Set FIELDGUIDE_EMBEDDING_BACKEND=torch for it.")
+    modules, kinds = _sentence_modules(root, model_id)
     transformer_dir = root / (modules[0].get("path") or "")
     pooling_path = modules[kinds.index("Pooling")].get("path")
     pooling_config = _optional_json(root / pooling_path / "config.json") if pooling_path else {}
     mode, include_prompt = _pooling_mode(pooling_config or {"pooling_mode": "mean"}, model_id)
 
     bert = _read_json(transformer_dir / "config.json")
-    model_type = bert.get("model_type")
-    if model_type != "bert":
-        raise NotExportable(f"{model_id} is a {model_type!r} model; the torch-free exporter writes BERT-family "
-                            "models (config.json model_type bert)")
-    if bert.get("position_embedding_type", "absolute") != "absolute":
-        raise NotExportable(f"{model_id} uses {bert['position_embedding_type']!r} position embeddings; the "
-                            "torch-free exporter writes absolute ones")
-    if bert.get("hidden_act", "gelu") != "gelu":
-        raise NotExportable(f"{model_id} uses the {bert['hidden_act']!r} activation; the torch-free exporter "
-                            "writes exact (erf) GELU")
-    if bert.get("is_decoder") or bert.get("add_cross_attention"):
-        raise NotExportable(f"{model_id} is a BERT decoder; the torch-free exporter writes encoders")
-    if not (transformer_dir / "model.safetensors").is_file():
-        raise NotExportable(f"{model_id} has no model.safetensors (its weights are a torch pickle, which only "
-                            "torch reads)")
-    if not (transformer_dir / "tokenizer.json").is_file():
-        raise ModelUnavailable(f"{model_id} has no tokenizer.json (a fast tokenizer), which the ONNX backend "
-                               "needs; set FIELDGUIDE_EMBEDDING_BACKEND=torch.")
+    _check_exportable(bert, transformer_dir, model_id)
 
     sentence_config = {}
     for name in SENTENCE_CONFIG_FILES:
@@ -158,19 +130,7 @@ def read_sentence_model(model_path: str, model_id: str, quantization: str) -> di
     tokenizer = _tokenizer(transformer_dir / "tokenizer.json", tokenizer_config,
                            bool(sentence_config.get("do_lower_case", False)))
 
-    # sentence-transformers: its own max_seq_length, else the tokenizer's model_max_length capped
-    # at the model's positions
-    max_seq_length = sentence_config.get("max_seq_length")
-    for key in ("processor_kwargs", "tokenizer_args"):
-        if max_seq_length is None and isinstance(sentence_config.get(key), dict):
-            max_seq_length = sentence_config[key].get("model_max_length")
-    if max_seq_length is None:
-        max_seq_length = min(int(tokenizer_config.get("model_max_length") or 10**30),
-                             int(bert.get("max_position_embeddings", 512)))
-    max_seq_length = int(max_seq_length)
-    if not 0 < max_seq_length <= int(bert.get("max_position_embeddings", 512)):
-        raise ModelUnavailable(f"{model_id}: max_seq_length {max_seq_length} is beyond its "
-                               f"{bert.get('max_position_embeddings')} positions.")
+    max_seq_length = _max_seq_length(sentence_config, tokenizer_config, bert, model_id)
 
     available = tokenizer_config.get("model_input_names") or list(BERT_INPUT_NAMES)
     names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in available]
@@ -204,6 +164,63 @@ def read_sentence_model(model_path: str, model_id: str, quantization: str) -> di
         "pad_id": int(pad_id),
     }
     return {"encoder": encoder, "transformer_dir": transformer_dir, "bert": bert, "tokenizer": tokenizer}
+
+
+def _sentence_modules(root: Path, model_id: str) -> tuple[list, list[str]]:
+    """The model's modules (modules.json, or a plain transformers folder's Transformer + Pooling)
+    and their kinds; ModelUnavailable unless they are Transformer + Pooling (+ Normalize)."""
+    modules_file = root / "modules.json"
+    if modules_file.is_file():
+        modules = _read_json(modules_file)
+        if not isinstance(modules, list):
+            raise ModelUnavailable(f"{modules_file} should list the model's modules.")
+    else:  # a plain transformers folder: sentence-transformers reads it as Transformer + mean pooling
+        modules = [{"path": "", "type": "Transformer"}, {"path": None, "type": "Pooling"}]
+    kinds = [str(module.get("type", "")).rsplit(".", 1)[-1] for module in modules]
+    if not kinds or kinds[0] != "Transformer" or not set(kinds) <= SUPPORTED_MODULES or "Pooling" not in kinds:
+        raise ModelUnavailable(
+            f"The ONNX backend runs Transformer + Pooling (+ Normalize) models; {model_id} has "
+            f"{' + '.join(kinds)}. Set FIELDGUIDE_EMBEDDING_BACKEND=torch for it.")
+    return modules, kinds
+
+
+def _check_exportable(bert: dict, transformer_dir: Path, model_id: str) -> None:
+    """NotExportable (or ModelUnavailable) unless the torch-free exporter writes this model."""
+    model_type = bert.get("model_type")
+    if model_type != "bert":
+        raise NotExportable(f"{model_id} is a {model_type!r} model; the torch-free exporter writes BERT-family "
+                            "models (config.json model_type bert)")
+    if bert.get("position_embedding_type", "absolute") != "absolute":
+        raise NotExportable(f"{model_id} uses {bert['position_embedding_type']!r} position embeddings; the "
+                            "torch-free exporter writes absolute ones")
+    if bert.get("hidden_act", "gelu") != "gelu":
+        raise NotExportable(f"{model_id} uses the {bert['hidden_act']!r} activation; the torch-free exporter "
+                            "writes exact (erf) GELU")
+    if bert.get("is_decoder") or bert.get("add_cross_attention"):
+        raise NotExportable(f"{model_id} is a BERT decoder; the torch-free exporter writes encoders")
+    if not (transformer_dir / "model.safetensors").is_file():
+        raise NotExportable(f"{model_id} has no model.safetensors (its weights are a torch pickle, which only "
+                            "torch reads)")
+    if not (transformer_dir / "tokenizer.json").is_file():
+        raise ModelUnavailable(f"{model_id} has no tokenizer.json (a fast tokenizer), which the ONNX backend "
+                               "needs; set FIELDGUIDE_EMBEDDING_BACKEND=torch.")
+
+
+def _max_seq_length(sentence_config: dict, tokenizer_config: dict, bert: dict, model_id: str) -> int:
+    # sentence-transformers: its own max_seq_length, else the tokenizer's model_max_length capped
+    # at the model's positions
+    max_seq_length = sentence_config.get("max_seq_length")
+    for key in ("processor_kwargs", "tokenizer_args"):
+        if max_seq_length is None and isinstance(sentence_config.get(key), dict):
+            max_seq_length = sentence_config[key].get("model_max_length")
+    if max_seq_length is None:
+        max_seq_length = min(int(tokenizer_config.get("model_max_length") or 10**30),
+                             int(bert.get("max_position_embeddings", 512)))
+    max_seq_length = int(max_seq_length)
+    if not 0 < max_seq_length <= int(bert.get("max_position_embeddings", 512)):
+        raise ModelUnavailable(f"{model_id}: max_seq_length {max_seq_length} is beyond its "
+                               f"{bert.get('max_position_embeddings')} positions.")
+    return max_seq_length
 
 
 def _tokenizer(path: Path, tokenizer_config: dict, lower_case: bool):
@@ -266,10 +283,47 @@ def _layer(i: int, name: str) -> str:
     return f"encoder.layer.{i}.{name}"
 
 
+class _Graph:
+    """The nodes and initializers of the ONNX graph being built, in the order they are added."""
+
+    def __init__(self, weights: Weights, eps: float):
+        self.weights = weights
+        self.eps = eps
+        self.nodes: list = []
+        self.initializers: list = []
+
+    def constant(self, name: str, value) -> str:
+        import numpy as np
+        from onnx import numpy_helper
+
+        self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], output: str, **attributes) -> str:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(op, inputs, [output], name=output, **attributes))
+        return output
+
+    def dense(self, x: str, prefix: str, out: str) -> str:
+        """torch's Linear: x @ W^T + b, W stored transposed ([in, out]) as torch's exporter does."""
+        import numpy as np
+
+        weights = self.weights
+        weight = self.constant(f"{prefix}.weight", np.ascontiguousarray(weights(f"{prefix}.weight").T))
+        bias = self.constant(f"{prefix}.bias", weights(f"{prefix}.bias"))
+        return self.node("Add", [self.node("MatMul", [x, weight], f"{out}/matmul"), bias], out)
+
+    def layer_norm(self, x: str, prefix: str, out: str) -> str:
+        weights = self.weights
+        return self.node("LayerNormalization", [x, self.constant(f"{prefix}.weight", weights(f"{prefix}.weight")),
+                                                self.constant(f"{prefix}.bias", weights(f"{prefix}.bias"))],
+                         out, axis=-1, epsilon=self.eps)
+
+
 def build_graph(weights: Weights, bert: dict, names: list[str]):
     """The fp32 ONNX graph: inputs `names` (int64, [batch, sequence]) to last_hidden_state."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
     hidden = int(bert["hidden_size"])
     heads = int(bert["num_attention_heads"])
@@ -277,29 +331,27 @@ def build_graph(weights: Weights, bert: dict, names: list[str]):
     eps = float(bert.get("layer_norm_eps", 1e-12))
     if hidden % heads:
         raise ModelUnavailable(f"{weights.model_id}: hidden size {hidden} is not a multiple of {heads} heads.")
-    head_size = hidden // heads
-    nodes, initializers = [], []
+    graph_ = _Graph(weights, eps)
+    x = _embeddings(graph_, names)
+    additive = _additive_mask(graph_)
+    x = _encoder_layers(graph_, x, additive, layers, heads, hidden)
+    if layers == 0:
+        x = graph_.node("Identity", [x], "last_hidden_state")
 
-    def constant(name: str, value) -> str:
-        initializers.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
+    dims = ["batch", "sequence"]
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, dims) for name in names]
+    outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*dims, hidden])]
+    graph = helper.make_graph(graph_.nodes, "bert", inputs, outputs, graph_.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="fieldguide",
+                              ir_version=IR_VERSION)
+    return model
 
-    def node(op: str, inputs: list[str], output: str, **attributes) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], name=output, **attributes))
-        return output
 
-    def dense(x: str, prefix: str, out: str) -> str:
-        """torch's Linear: x @ W^T + b, W stored transposed ([in, out]) as torch's exporter does."""
-        weight = constant(f"{prefix}.weight", np.ascontiguousarray(weights(f"{prefix}.weight").T))
-        bias = constant(f"{prefix}.bias", weights(f"{prefix}.bias"))
-        return node("Add", [node("MatMul", [x, weight], f"{out}/matmul"), bias], out)
+def _embeddings(g: _Graph, names: list[str]) -> str:
+    """words + positions 0..sequence-1 + token types, then LayerNorm."""
+    import numpy as np
 
-    def layer_norm(x: str, prefix: str, out: str) -> str:
-        return node("LayerNormalization", [x, constant(f"{prefix}.weight", weights(f"{prefix}.weight")),
-                                           constant(f"{prefix}.bias", weights(f"{prefix}.bias"))],
-                    out, axis=-1, epsilon=eps)
-
-    # embeddings: words + positions 0..sequence-1 + token types, then LayerNorm
+    weights, constant, node = g.weights, g.constant, g.node
     one = constant("const_one_i64", np.array(1, dtype=np.int64))
     zero = constant("const_zero_i64", np.array(0, dtype=np.int64))
     shape = node("Shape", ["input_ids"], "emb/shape")
@@ -315,15 +367,29 @@ def build_graph(weights: Weights, bert: dict, names: list[str]):
                      "emb/types")
     else:  # a tokenizer without token types: every token is type 0, as BERT defaults them
         types = constant("emb/type_zero", type_table[0])
-    x = layer_norm(node("Add", [summed, types], "emb/sum"), "embeddings.LayerNorm", "emb/out")
+    return g.layer_norm(node("Add", [summed, types], "emb/sum"), "embeddings.LayerNorm", "emb/out")
 
-    # the additive mask, [batch, 1, 1, sequence]: 0 for real tokens, MASK_VALUE for padding
+
+def _additive_mask(g: _Graph) -> str:
+    """The additive mask, [batch, 1, 1, sequence]: 0 for real tokens, MASK_VALUE for padding."""
+    import numpy as np
+    from onnx import TensorProto
+
+    constant, node = g.constant, g.node
     mask = node("Cast", [node("Unsqueeze", ["attention_mask", constant("const_axes_12", np.array([1, 2], dtype=np.int64))],
                               "mask/unsqueezed")], "mask/float", to=TensorProto.FLOAT)
     inverted = node("Sub", [constant("const_one_f32", np.array(1.0, dtype=np.float32)), mask], "mask/inverted")
-    additive = node("Mul", [inverted, constant("const_mask_value", np.array(MASK_VALUE, dtype=np.float32))],
-                    "mask/additive")
+    return node("Mul", [inverted, constant("const_mask_value", np.array(MASK_VALUE, dtype=np.float32))],
+                "mask/additive")
 
+
+def _encoder_layers(g: _Graph, x: str, additive: str, layers: int, heads: int, hidden: int) -> str:
+    """The encoder's layers: self-attention, then the feed-forward block with exact GELU, each
+    with its residual and LayerNorm; the last one's output is last_hidden_state."""
+    import numpy as np
+
+    constant, node, dense, layer_norm = g.constant, g.node, g.dense, g.layer_norm
+    head_size = hidden // heads
     to_heads = constant("const_to_heads", np.array([0, 0, heads, head_size], dtype=np.int64))
     to_hidden = constant("const_to_hidden", np.array([0, 0, hidden], dtype=np.int64))
     scale = constant("const_sqrt_head_size", np.array(math.sqrt(head_size), dtype=np.float32))
@@ -358,16 +424,7 @@ def build_graph(weights: Weights, bert: dict, names: list[str]):
         out = dense(gelu, _layer(i, "output.dense"), f"{p}/output/dense")
         x = layer_norm(node("Add", [out, attention], f"{p}/output/residual"), _layer(i, "output.LayerNorm"),
                        f"{p}/out" if i < layers - 1 else "last_hidden_state")
-    if layers == 0:
-        x = node("Identity", [x], "last_hidden_state")
-
-    dims = ["batch", "sequence"]
-    inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, dims) for name in names]
-    outputs = [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*dims, hidden])]
-    graph = helper.make_graph(nodes, "bert", inputs, outputs, initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="fieldguide",
-                              ir_version=IR_VERSION)
-    return model
+    return x
 
 
 def write_graph(transformer_dir: Path, bert: dict, names: list[str], model_id: str, path: Path) -> None:

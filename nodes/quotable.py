@@ -76,6 +76,21 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+def _fenced_code(lines: list[str], index: int) -> tuple[str, int]:
+    """The code block whose fence opens at `lines[index]`, as one text, and the index of its
+    closing fence (len(lines) when it is never closed)."""
+    line = lines[index]
+    fence = _FENCE.match(line).group(1)
+    body = [line.strip()]
+    index += 1
+    while index < len(lines):
+        body.append(lines[index].rstrip())
+        if lines[index].strip().startswith(fence):
+            break
+        index += 1
+    return "\n".join(body), index
+
+
 def split_units(text: str, block: int = 0, label: str = "") -> list[Unit]:
     """The quotable units of one block's text, in order."""
     units: list[Unit] = []
@@ -119,15 +134,8 @@ def split_units(text: str, block: int = 0, label: str = "") -> list[Unit]:
         stripped = line.strip()
         if _FENCE.match(line):
             flush_paragraph(), end_list()
-            fence = _FENCE.match(line).group(1)
-            body = [line.strip()]
-            index += 1
-            while index < len(lines):
-                body.append(lines[index].rstrip())
-                if lines[index].strip().startswith(fence):
-                    break
-                index += 1
-            add("code", "\n".join(body))
+            code, index = _fenced_code(lines, index)
+            add("code", code)
             group += 1
         elif not stripped:
             flush_paragraph(), flush_item()

@@ -97,9 +97,15 @@ def run(args) -> int:
     if len(question) > settings.max_question_chars:
         return _fail(f"the question is longer than {settings.max_question_chars} characters")
 
+    return _ask(args, question, settings, overrides)
+
+
+def _ask(args, question: str, settings, overrides: dict) -> int:
+    """Answer one question: streamed to stdout with its sources, or (--json) printed as one state."""
     import asyncio
 
-    from fieldguide.retrieval import coverage_of, open_resources, result_line, stream_answer
+    from fieldguide.errors import FieldguideError
+    from fieldguide.retrieval import open_resources, stream_answer
     from graph.graph import build_graph
 
     async def main() -> dict:
@@ -135,26 +141,33 @@ def run(args) -> int:
     except FieldguideError as exc:
         return _fail(str(exc), 1)
     if args.json:
-        line = result_line(None, final, final.get("total_ms", 0.0))
-        timings = dict(final.get("timings_ms") or {})
-        timings["first_token"] = round(final.get("first_token_ms", 0.0), 3)
-        timings["total"] = round(final.get("total_ms", 0.0), 3)
-        state = {
-            "question": question,
-            "standalone_question": final.get("standalone_question") or question,
-            **{k: v for k, v in line.items() if k != "id"},
-            "coverage": coverage_of(final),
-            "coverage_reason": final.get("coverage_reason") or "",
-            "intent_confidence": final.get("intent_confidence"),
-            "answer": final.get("answer", ""),
-            "citations": final.get("citations") or [],
-            "sentences": final.get("sentences") or [],
-            "index_version": final.get("index_version"),
-            "nearest": final.get("nearest") or [],
-            "timings_ms": timings,
-        }
-        print(json.dumps(state, ensure_ascii=False, indent=2))
+        print(json.dumps(_json_state(question, final), ensure_ascii=False, indent=2))
     return 0
+
+
+def _json_state(question: str, final: dict) -> dict:
+    """What --json prints of an answer: its result line, coverage, answer, citations, sentences, timings."""
+    from fieldguide.retrieval import coverage_of, result_line
+
+    line = result_line(None, final, final.get("total_ms", 0.0))
+    timings = dict(final.get("timings_ms") or {})
+    timings["first_token"] = round(final.get("first_token_ms", 0.0), 3)
+    timings["total"] = round(final.get("total_ms", 0.0), 3)
+    state = {
+        "question": question,
+        "standalone_question": final.get("standalone_question") or question,
+        **{k: v for k, v in line.items() if k != "id"},
+        "coverage": coverage_of(final),
+        "coverage_reason": final.get("coverage_reason") or "",
+        "intent_confidence": final.get("intent_confidence"),
+        "answer": final.get("answer", ""),
+        "citations": final.get("citations") or [],
+        "sentences": final.get("sentences") or [],
+        "index_version": final.get("index_version"),
+        "nearest": final.get("nearest") or [],
+        "timings_ms": timings,
+    }
+    return state
 
 
 def run_batch(items: list[dict], settings, overrides: dict) -> int:

@@ -49,48 +49,56 @@ def read_question_set(path: Path) -> list[dict]:
 
 
 def run(args) -> int:
-    import json
-    import os
+    inputs = _checked_inputs(args)
+    if inputs is None:
+        return 2
+    corpora, baseline, conversation_sets = inputs
+    return _evaluate(args, corpora, baseline, conversation_sets)
+
+
+def _checked_inputs(args):
+    """(corpora, baseline, conversation sets) read from the arguments, or None when one is wrong
+    (said on stderr): each corpus (docs, questions path, questions), the --compare report or None."""
     import sys
 
     if len(args.docs) != len(args.questions):
         print(f"fieldguide eval: {len(args.docs)} --docs but {len(args.questions)} --questions: give one question "
               "set per docs folder", file=sys.stderr)
-        return 2
+        return None
     if args.collection and len(args.collection) != len(args.docs):
         print(f"fieldguide eval: {len(args.collection)} --collection for {len(args.docs)} --docs: give one per "
               "docs folder, or none", file=sys.stderr)
-        return 2
+        return None
     baseline = None
     if args.compare is not None:
         from fieldguide.evaluation.compare import read_baseline
 
         if len(args.docs) != 1:
             print("fieldguide eval: --compare takes one --docs and one --questions", file=sys.stderr)
-            return 2
+            return None
         if args.tolerance < 0:
             print("fieldguide eval: --tolerance must be 0 or more", file=sys.stderr)
-            return 2
+            return None
         try:
             baseline = read_baseline(args.compare)
         except ValueError as exc:
             print(f"fieldguide eval: --compare: {exc}", file=sys.stderr)
-            return 2
+            return None
     corpora = []
     for docs, questions_path in zip(args.docs, args.questions):
         if not docs.is_dir():
             print(f"fieldguide eval: {docs} is not a directory", file=sys.stderr)
-            return 2
+            return None
         try:
             corpora.append((docs, questions_path, read_question_set(questions_path)))
         except (OSError, ValueError) as exc:
             print(f"fieldguide eval: {questions_path}: {exc}", file=sys.stderr)
-            return 2
+            return None
     conversation_files = args.conversations or []
     if conversation_files and len(conversation_files) != len(args.docs):
         print(f"fieldguide eval: {len(conversation_files)} --conversations for {len(args.docs)} --docs: give one "
               "per docs folder, or none", file=sys.stderr)
-        return 2
+        return None
     conversation_sets = []
     for path in conversation_files:
         try:
@@ -101,13 +109,20 @@ def run(args) -> int:
                 raise ValueError("no conversation (a line with \"turns\") in the file")
         except (OSError, ValueError) as exc:
             print(f"fieldguide eval: {path}: {exc}", file=sys.stderr)
-            return 2
+            return None
         conversation_sets.append(conversations)
+    return corpora, baseline, conversation_sets
+
+
+def _evaluate(args, corpora, baseline, conversation_sets) -> int:
+    """Evaluate each corpus and print its tables (or, with --compare, the comparison), then the mean."""
+    import os
+    import sys
 
     from fieldguide.errors import FieldguideError
     from fieldguide.evaluation.compare import (RECORDS_VERSION, compare_records, comparison, question_records,
                                                render_table, summary_line)
-    from fieldguide.evaluation.report import answer_table, mean_table, slice_tables
+    from fieldguide.evaluation.report import answer_table, slice_tables
     from fieldguide.evaluation.runner import (PIPELINE, auto_collection, corpus_label, evaluate, subset_questions,
                                               system_order, write_outputs)
     from fieldguide.settings import get_settings
@@ -157,12 +172,22 @@ def run(args) -> int:
               + f"; total {sum(seconds.values()):.1f}")
         print(f"wrote {paths['report']}, {paths['chart']} and {paths['results']}/*.jsonl")
     if several:
-        table, mean = mean_table({label: run_.scores for label, run_ in results.items()},
-                                 {label: system_order(run_) for label, run_ in results.items()})
-        print(f"\n######## mean over {len(results)} corpora (all questions of each, every corpus weighted alike)\n")
-        print(table)
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "mean.json").write_text(json.dumps({"corpora": list(results), "mean": mean}, indent=2) + "\n",
-                                            encoding="utf-8")
-        print(f"wrote {args.out / 'mean.json'}")
+        _write_mean(args, results)
     return 0
+
+
+def _write_mean(args, results) -> None:
+    """The mean table over several corpora, printed and written to mean.json."""
+    import json
+
+    from fieldguide.evaluation.report import mean_table
+    from fieldguide.evaluation.runner import system_order
+
+    table, mean = mean_table({label: run_.scores for label, run_ in results.items()},
+                             {label: system_order(run_) for label, run_ in results.items()})
+    print(f"\n######## mean over {len(results)} corpora (all questions of each, every corpus weighted alike)\n")
+    print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "mean.json").write_text(json.dumps({"corpora": list(results), "mean": mean}, indent=2) + "\n",
+                                        encoding="utf-8")
+    print(f"wrote {args.out / 'mean.json'}")

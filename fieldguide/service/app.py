@@ -4,6 +4,7 @@
 real query graph by default) into:
 
     POST /conversations            202 {"conversation_id", "stream_url"}; the turn runs in the background
+                                   (this and the stream, feedback and handoff: conversation_routes.py)
     GET  /conversations/{id}/stream  SSE: status, sources, token, done, error (ids only grow)
     /rag/...                       LangServe routes over the same graph
     GET  /healthz, /readyz         liveness, readiness (store reachable, index built with our model)
@@ -28,19 +29,16 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
-from fastapi import BackgroundTasks, FastAPI, Header, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sse_starlette import EventSourceResponse
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from fieldguide.errors import StateUnavailable
 from fieldguide.service.assets import resolve_asset_url
-from fieldguide.service.conversations import Conversation, ConversationLimitReached
+from fieldguide.service.conversation_routes import add_conversation_routes, add_health_routes
+from fieldguide.service.conversations import Conversation
 from fieldguide.service.engine import TurnEngine
 from fieldguide.service.memory import ReleasePolicy, release_memory, settle_heap
 from fieldguide.service.readiness import ReadinessCheck, index_calibration, store_readiness
@@ -52,8 +50,6 @@ from fieldguide.settings import Settings, get_settings
 log = logging.getLogger("fieldguide.service")
 
 GraphFactory = Callable[..., Any]  # graph_factory(checkpointer=...) -> compiled graph
-RETRY_MS = 1000  # how soon a browser's EventSource reconnects after a dropped stream
-RETRY_FRAME = f"retry: {RETRY_MS}\r\n\r\n".encode()  # a block with no data: sets the delay, no event
 READINESS_TIMEOUT = 5.0
 READINESS_CACHE_SECONDS = 1.0
 SWITCH_INTERVAL_SECONDS = 0.001
@@ -61,39 +57,6 @@ HOUSEKEEPING_SECONDS = 30.0  # how often the state backend tidies what no conver
 
 
 INDEX_VERSION_SECONDS = 30.0
-
-
-class FeedbackIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    turn: int = Field(ge=1, le=1_000_000)
-    rating: Literal["up", "down"]
-    comment: str = Field("", max_length=2000)
-
-
-class HandoffIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    turn: int = Field(ge=1, le=1_000_000)
-    contact: str = Field(min_length=1, max_length=320)
-    message: str = Field("", max_length=2000)
-
-    @field_validator("contact")
-    @classmethod
-    def one_line(cls, value: str) -> str:
-        value = value.strip()
-        if not value:
-            raise ValueError("say how support can reach you (an email address, for instance)")
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-            raise ValueError("the contact must be one line of text")
-        return value
-
-
-class QuestionIn(BaseModel):
-    question: str
-    conversation_id: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
-    labels: list[str] | None = Field(None, max_length=50, description="Doc sets to answer from (default: "
-                                     "FIELDGUIDE_LABELS, else every set); an unknown label is refused.")
 
 
 def default_graph_factory(checkpointer=None):
@@ -106,11 +69,6 @@ def default_retrieval_graph():
     from graph.graph import build_retrieval_graph
 
     return build_retrieval_graph()
-
-
-def invalid(field_name: str, message: str, value: Any) -> RequestValidationError:
-    return RequestValidationError([{"type": "value_error", "loc": ("body", field_name), "msg": message,
-                                    "input": value}])
 
 
 @dataclass
@@ -340,22 +298,6 @@ class Service:
         return reason
 
 
-async def follow(service: Service, conversation: Conversation, cursor: int):
-    """Events after `cursor`, then new ones as they come, until the turn ends (SSE body)."""
-    conversation.listener_joined()
-    try:
-        yield RETRY_FRAME
-        async for frames in conversation.stream(cursor):
-            yield frames
-    finally:
-        conversation.listener_left()
-        if not conversation.evicted:
-            try:
-                await service.with_state(service.conversations.touch, conversation)
-            except StateUnavailable:
-                pass  # the reader is gone anyway; the log's time to live is renewed by the next one
-
-
 def create_app(settings: Settings | None = None, graph_factory: GraphFactory | None = None, *,
                readiness: ReadinessCheck | None = None, configurable: dict[str, Any] | None = None,
                docs_dir: Path | None = None, langserve: bool = True) -> FastAPI:
@@ -367,6 +309,25 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     served under /docs-assets/ for screenshots and source links.
     """
     settings = settings or get_settings()
+    service = open_service(settings, graph_factory, readiness, configurable)
+    app = FastAPI(title="fieldguide", summary="Answers from the product's own documentation.",
+                  lifespan=service_lifespan(service))
+    app.state.service = service
+
+    @app.exception_handler(StateUnavailable)
+    async def state_unavailable(request: Request, exc: StateUnavailable) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "2"})
+
+    add_conversation_routes(app, service)
+    add_health_routes(app, service)
+    add_other_routes(app, service, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir,
+                     langserve=langserve)
+    return app
+
+
+def open_service(settings: Settings, graph_factory: GraphFactory | None, readiness: ReadinessCheck | None,
+                 configurable: dict[str, Any] | None) -> Service:
+    """The state opened, the graph built and the `Service` the routes share (see `create_app`)."""
     from fieldguide.service.console import console_token
     from fieldguide.service.handoff import Handoff, HandoffWorker, targets_from_settings
 
@@ -374,7 +335,6 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
     targets = targets_from_settings(settings)
     console_token(settings)
     state = open_state(settings)
-    conversations = state.conversations
     resources = None
     configurable = dict(configurable or {})
     retrieval_graph = None  # a stand-in graph (tests) serves searches with its own final state
@@ -404,6 +364,11 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
         service.lifespans.append(worker.running)
     service.runner = GraphRunner(graph=graph, retrieval_graph=retrieval_graph or graph, configurable=configurable,
                                  engine=service.engine, checkpointer=state.checkpointer)
+    return service
+
+
+def service_lifespan(service: Service):
+    """The app's lifespan: the janitor and `service.lifespans` while it serves, then shutdown."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -423,131 +388,21 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
                 await janitor
             await service.shutdown()
 
-    app = FastAPI(title="fieldguide", summary="Answers from the product's own documentation.", lifespan=lifespan)
-    app.state.service = service
+    return lifespan
 
-    @app.exception_handler(StateUnavailable)
-    async def state_unavailable(request: Request, exc: StateUnavailable) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "2"})
 
-    @app.post("/conversations", status_code=202)
-    async def start_conversation(body: QuestionIn, background: BackgroundTasks) -> JSONResponse:
-        question = body.question.strip()
-        if not question:
-            raise invalid("question", "the question is empty", body.question)
-        if len(question) > settings.max_question_chars:
-            raise invalid("question", f"the question is longer than {settings.max_question_chars} characters",
-                          f"{len(question)} characters")
-        labels = None
-        if body.labels:
-            from fieldguide.labels import InvalidLabel
-
-            try:
-                labels = await asyncio.to_thread(service.doc_sets.checked, body.labels)
-            except InvalidLabel as exc:
-                raise invalid("labels", str(exc), body.labels) from None
-
-        def admit() -> tuple[Conversation | None, str | JSONResponse]:
-            if body.conversation_id is not None:
-                conversation = conversations.get(body.conversation_id)
-                if conversation is None:
-                    return None, JSONResponse({"detail": "unknown conversation (it may have expired)"}, status_code=404)
-                if not service.reserve_turn(conversation):
-                    return None, JSONResponse({"detail": "this conversation is still answering its previous question"},
-                                              status_code=409)
-                conversations.touch(conversation)
-                return conversation, f"/conversations/{conversation.id}/stream?after={conversation.turn_started_at_id}"
-            try:
-                conversation = conversations.create()
-            except ConversationLimitReached as exc:
-                return None, JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
-            service.reserve_turn(conversation)
-            return conversation, f"/conversations/{conversation.id}/stream"
-
-        conversation, stream_url = await service.with_state(admit)
-        if conversation is None:
-            return stream_url
-        # Started once the 202 is on the wire: a run's first steps cost CPU the reply need not wait for.
-        background.add_task(service.begin_turn, conversation, question, labels)
-        return JSONResponse({"conversation_id": conversation.id, "stream_url": stream_url}, status_code=202,
-                            background=background)
-
-    @app.get("/conversations/{conversation_id}/stream")
-    async def stream_conversation(conversation_id: str, after: int = 0,
-                                  last_event_id: str | None = Header(None)):
-        conversation = await service.with_state(conversations.get, conversation_id)
-        if conversation is None:
-            return JSONResponse({"detail": "unknown conversation"}, status_code=404)
-        cursor = after
-        if last_event_id and last_event_id.strip().isdigit():
-            cursor = int(last_event_id.strip())  # a reconnect: continue after what was received
-        return EventSourceResponse(
-            follow(service, conversation, max(0, cursor)),
-            ping=settings.heartbeat_seconds,
-            send_timeout=30,
-            headers={"Cache-Control": "no-store"},
-        )
-
-    @app.post("/conversations/{conversation_id}/feedback", status_code=204)
-    async def conversation_feedback(conversation_id: str, body: FeedbackIn) -> Response:
-        """Thumbs up or down (and a comment) on turn `turn` of a conversation, stored with a copy
-        of the turn: question, standalone question, answer, citations, index version."""
-        stored = await service.with_state(service.state.turns.add_feedback, conversation_id, body.turn,
-                                          body.rating, body.comment.strip())
-        if stored is None:
-            return JSONResponse({"detail": "unknown conversation or turn"}, status_code=404)
-        return Response(status_code=204)
-
-    @app.post("/conversations/{conversation_id}/handoff", status_code=202)
-    async def conversation_handoff(conversation_id: str, body: HandoffIn) -> JSONResponse:
-        """Send the conversation up to turn `turn` to support (handoff.py): stored, then delivered
-        by the worker with retries. 409 when no target is configured."""
-        handoff = service.handoff
-        if not handoff.targets.configured:
-            return JSONResponse({"detail": "no handoff target is configured (FIELDGUIDE_HANDOFF_WEBHOOK_URL or "
-                                           "FIELDGUIDE_HANDOFF_SMTP_URL)"}, status_code=409)
-
-        def submit():
-            try:
-                return handoff.submit(service.state.outbox, service.state.turns, conversation_id, body.turn,
-                                      body.contact, body.message.strip())
-            except LookupError as exc:
-                return exc
-
-        result = await asyncio.to_thread(submit)
-        if result is None:
-            return JSONResponse({"detail": "unknown conversation or turn"}, status_code=404)
-        if isinstance(result, LookupError):
-            return JSONResponse({"detail": str(result)}, status_code=409)
-        return JSONResponse({"handoff_id": result, "status": "queued"}, status_code=202)
-
-    @app.get("/healthz")
-    async def healthz() -> dict:
-        return {"status": "ok"}
-
-    @app.get("/readyz")
-    async def readyz() -> JSONResponse:
-        reason = await service.ready()
-        if reason is None:
-            body = {"status": "ready"}
-            if service.index_description:
-                body["calibration"] = service.index_description
-            model = service.model_status()
-            if model is not None:
-                body["model"] = model
-            return JSONResponse(body)
-        return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
-
+def add_other_routes(app: FastAPI, service: Service, docs_dir: Path, langserve: bool) -> None:
+    """Search, the chat page and its assets, /rag, the console, /v1, /mcp, the widget; the origin policy."""
+    settings = service.settings
     from fieldguide.service.search_routes import add_search_routes
     from fieldguide.service.web import add_web_routes
 
     add_search_routes(app, service)
-    add_web_routes(app, settings, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir,
-                   label_root=service.doc_sets.root)
+    add_web_routes(app, settings, docs_dir=docs_dir, label_root=service.doc_sets.root)
     if langserve:
         from fieldguide.service.rag import add_rag_routes
 
-        add_rag_routes(app, graph, configurable=configurable, settings=settings)
+        add_rag_routes(app, service.graph, configurable=service.configurable, settings=settings)
     from fieldguide.service.mcp_server import add_mcp_routes
     from fieldguide.service.openai_api import add_openai_routes
     from fieldguide.service.origins import OriginPolicy, parse_origins
@@ -557,7 +412,6 @@ def create_app(settings: Settings | None = None, graph_factory: GraphFactory | N
 
     add_console_routes(app, service)
     add_openai_routes(app, service)
-    add_mcp_routes(app, service, docs_dir=docs_dir if docs_dir is not None else settings.docs_dir)
+    add_mcp_routes(app, service, docs_dir=docs_dir)
     add_widget_routes(app, settings)
     app.add_middleware(OriginPolicy, allowed=parse_origins(settings.allowed_origins))
-    return app

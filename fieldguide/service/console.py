@@ -224,6 +224,29 @@ def _csv(text: str, name: str, days: int) -> Response:
         "Content-Disposition": f'attachment; filename="fieldguide-{name}-{days}d.csv"'}))
 
 
+def _guarded(token: str, handler: Callable) -> Callable:
+    """`handler(days=, top=, now=)` as a route: the token checked, days and top read from the query,
+    a failure to read the data answered 503."""
+    async def route(request: Request) -> Response:
+        if not bearer_matches(request.headers.get("authorization"), token):
+            return _unauthorized()
+        try:
+            days = _int_param(request, "days", DEFAULT_DAYS, 1, analytics.MAX_DAYS)
+            top = _int_param(request, "top", DEFAULT_TOP, 1, MAX_TOP)
+        except ValueError as exc:
+            return _bad(str(exc))
+        try:
+            return await handler(days=days, top=top, now=time.time())
+        except FieldguideError as exc:  # the index or the state is not there to read
+            log.warning("console: %s", exc)
+            return _private(JSONResponse({"detail": str(exc)}, status_code=503))
+        except Exception as exc:
+            log.exception("console: %s failed", request.url.path)
+            return _private(JSONResponse({"detail": f"could not read the data ({type(exc).__name__})"},
+                                         status_code=503))
+    return route
+
+
 def add_console_routes(app: FastAPI, service) -> None:
     """The console's routes, when FIELDGUIDE_CONSOLE_TOKEN is set (none otherwise: 404)."""
     settings = service.settings
@@ -232,26 +255,6 @@ def add_console_routes(app: FastAPI, service) -> None:
         return
     data = ConsoleData(service, settings)
     shell = (WEB_DIR / "console.html").read_text(encoding="utf-8").encode("utf-8")
-
-    def guarded(handler: Callable) -> Callable:
-        async def route(request: Request) -> Response:
-            if not bearer_matches(request.headers.get("authorization"), token):
-                return _unauthorized()
-            try:
-                days = _int_param(request, "days", DEFAULT_DAYS, 1, analytics.MAX_DAYS)
-                top = _int_param(request, "top", DEFAULT_TOP, 1, MAX_TOP)
-            except ValueError as exc:
-                return _bad(str(exc))
-            try:
-                return await handler(days=days, top=top, now=time.time())
-            except FieldguideError as exc:  # the index or the state is not there to read
-                log.warning("console: %s", exc)
-                return _private(JSONResponse({"detail": str(exc)}, status_code=503))
-            except Exception as exc:
-                log.exception("console: %s failed", request.url.path)
-                return _private(JSONResponse({"detail": f"could not read the data ({type(exc).__name__})"},
-                                             status_code=503))
-        return route
 
     @app.get("/console", include_in_schema=False)
     async def console_page(request: Request) -> Response:
@@ -267,7 +270,7 @@ def add_console_routes(app: FastAPI, service) -> None:
     async def summary(days: int, top: int, now: float) -> Response:
         return _private(JSONResponse(await data.summary(days, now)))
 
-    app.add_api_route("/console/api/summary", guarded(summary), methods=["GET"], include_in_schema=False)
+    app.add_api_route("/console/api/summary", _guarded(token, summary), methods=["GET"], include_in_schema=False)
 
     for name in SERIES_COLUMNS:
         def routes(name: str = name):
@@ -280,8 +283,8 @@ def add_console_routes(app: FastAPI, service) -> None:
             return as_json, as_csv
 
         as_json, as_csv = routes()
-        app.add_api_route(f"/console/api/{name}", guarded(as_json), methods=["GET"], include_in_schema=False)
-        app.add_api_route(f"/console/api/{name}.csv", guarded(as_csv), methods=["GET"], include_in_schema=False)
+        app.add_api_route(f"/console/api/{name}", _guarded(token, as_json), methods=["GET"], include_in_schema=False)
+        app.add_api_route(f"/console/api/{name}.csv", _guarded(token, as_csv), methods=["GET"], include_in_schema=False)
 
     async def gaps(days: int, top: int, now: float) -> Response:
         return _private(JSONResponse(await data.gaps(days, top, now)))
@@ -299,7 +302,7 @@ def add_console_routes(app: FastAPI, service) -> None:
         return _csv(analytics.to_csv(STALE_COLUMNS, rows), "stale", days)
 
     for path, handler in (("gaps", gaps), ("gaps.csv", gaps_csv), ("stale", stale), ("stale.csv", stale_csv)):
-        app.add_api_route(f"/console/api/{path}", guarded(handler), methods=["GET"], include_in_schema=False)
+        app.add_api_route(f"/console/api/{path}", _guarded(token, handler), methods=["GET"], include_in_schema=False)
 
     @app.api_route("/console/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
     async def console_other(request: Request, rest: str) -> Response:

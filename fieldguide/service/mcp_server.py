@@ -119,11 +119,20 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
     `doc_sets` (`search_routes.DocSets`) checks the labels a call names; default: over the runner's resources.
     `own_logging=False` keeps the SDK from configuring the process's root logger (it does when
     nothing has yet), which is the host's to configure (the HTTP service's)."""
-    from mcp.server import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.server.mcpserver.resources.types import FunctionResource
+    server = _new_server(own_logging)
+    docs = DocsFolder(docs_dir)
+    if doc_sets is None:
+        from fieldguide.service.search_routes import DocSets
 
-    from graph.options import InvalidOption
+        doc_sets = DocSets(runner.configurable.get("resources"), settings)
+    _add_tools(server, runner, settings, doc_sets, resolve)
+    _add_docs_resources(server, docs)
+    return server
+
+
+def _new_server(own_logging: bool):
+    """The SDK's server; `own_logging=False`: without configuring the root logger (see `build_mcp_server`)."""
+    from mcp.server import MCPServer
 
     root = logging.getLogger()
     placeholder = None if own_logging or root.handlers else logging.NullHandler()
@@ -134,11 +143,15 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
     finally:
         if placeholder is not None:
             root.removeHandler(placeholder)
-    docs = DocsFolder(docs_dir)
-    if doc_sets is None:
-        from fieldguide.service.search_routes import DocSets
+    return server
 
-        doc_sets = DocSets(runner.configurable.get("resources"), settings)
+
+def _add_tools(server, runner: GraphRunner, settings, doc_sets, resolve: Callable[[str], str | None]) -> None:
+    """The tools: search_docs and ask, their arguments bounded by `settings`, their labels checked by `doc_sets`."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from graph.options import InvalidOption
+
     Labels = Annotated[list[str] | None, Field(
         None, max_length=50, description="Doc sets (labels: versions, products) to limit to; default: the "
         "server's default set, else every set.")]
@@ -201,6 +214,11 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
                          intent=final.get("intent"), citations=citations,
                          standalone_question=final.get("standalone_question"))
 
+
+def _add_docs_resources(server, docs: DocsFolder) -> None:
+    """Each docs file as a resource, and the template that reads any of them by path."""
+    from mcp.server.mcpserver.resources.types import FunctionResource
+
     @server.resource(RESOURCE_PREFIX + "{+path}", name="docs-file", mime_type="text/markdown",
                      description="A Markdown file of the documentation, as written.")
     def docs_file(path: str) -> str:
@@ -210,7 +228,6 @@ def build_mcp_server(runner: GraphRunner, settings, *, docs_dir: Path | None = N
         server.add_resource(FunctionResource(
             uri=resource_uri(source), name=source, title=source, mime_type="text/markdown",
             description=f"Documentation file {source}", fn=lambda source=source: docs.read(source)))
-    return server
 
 
 def add_mcp_routes(app, service, *, docs_dir: Path | None) -> None:

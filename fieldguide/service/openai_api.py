@@ -141,21 +141,6 @@ def read_request(raw: bytes, settings) -> tuple[ChatRequest, str, list, dict[str
 def add_openai_routes(app: FastAPI, service) -> None:
     settings = service.settings
 
-    def absolute(request: Request):
-        base = str(request.base_url).rstrip("/")
-
-        def resolve(source: str) -> str:
-            url = service.resolve(source)
-            return base + url if url.startswith("/") else url
-        return resolve
-
-    def extras(final: dict[str, Any], resolve) -> dict[str, Any]:
-        details = {"abstain": bool(final.get("abstain", False)), "coverage": coverage_of(final),
-                   "coverage_reason": final.get("coverage_reason") or "", "intent": final.get("intent")}
-        if final.get("standalone_question"):
-            details["standalone_question"] = final["standalone_question"]
-        return {"citations": citations_for(final, resolve), "fieldguide": details}
-
     async def check_labels(labels) -> None:
         import asyncio
 
@@ -188,7 +173,7 @@ def add_openai_routes(app: FastAPI, service) -> None:
             return exc.response()
         completion_id = "chatcmpl-" + secrets.token_hex(12)
         created = int(time.time())
-        resolve = absolute(request)
+        resolve = _absolute(service, request)
         if not chat.stream:
             try:
                 final = await service.runner.answer(question, options, history)
@@ -199,32 +184,58 @@ def add_openai_routes(app: FastAPI, service) -> None:
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": final.get("answer", "")}}],
                 "usage": None,
-                **extras(final, resolve),
+                **_extras(final, resolve),
             })
+        return _streamed_completion(service, question, options, history, completion_id, created, resolve)
 
-        def chunk(delta: dict, finish: str | None = None, **extra) -> bytes:
-            payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
-                       "model": MODEL_ID, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                       **extra}
-            return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
 
-        async def events():
-            yield chunk({"role": "assistant", "content": ""})
-            streamed = False
-            try:
-                async for kind, payload in service.runner.stream(question, options, history):
-                    if kind == "token":
-                        streamed = True
-                        yield chunk({"content": payload})
-                    else:
-                        rest = {} if streamed else {"content": payload.get("answer", "")}  # a graph that streamed nothing
-                        yield chunk(rest, "stop", **extras(payload, resolve))
-            except Exception as exc:
-                yield b"data: " + json.dumps(_failure(exc).body()).encode() + b"\n\n"
-            yield b"data: [DONE]\n\n"
+def _absolute(service, request: Request):
+    """`resolve(source)`: a docs file's URL, made absolute with the request's base URL."""
+    base = str(request.base_url).rstrip("/")
 
-        return StreamingResponse(events(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    def resolve(source: str) -> str:
+        url = service.resolve(source)
+        return base + url if url.startswith("/") else url
+    return resolve
+
+
+def _extras(final: dict[str, Any], resolve) -> dict[str, Any]:
+    """What a completion carries besides the answer: its citations and fieldguide's own details."""
+    details = {"abstain": bool(final.get("abstain", False)), "coverage": coverage_of(final),
+               "coverage_reason": final.get("coverage_reason") or "", "intent": final.get("intent")}
+    if final.get("standalone_question"):
+        details["standalone_question"] = final["standalone_question"]
+    return {"citations": citations_for(final, resolve), "fieldguide": details}
+
+
+def _streamed_completion(service, question: str, options: dict, history, completion_id: str, created: int,
+                         resolve) -> StreamingResponse:
+    """The answer as chat.completion.chunk events: the role, each token, the last chunk with the
+    citations, then [DONE]; a failure is an error event."""
+
+    def chunk(delta: dict, finish: str | None = None, **extra) -> bytes:
+        payload = {"id": completion_id, "object": "chat.completion.chunk", "created": created,
+                   "model": MODEL_ID, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                   **extra}
+        return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+    async def events():
+        yield chunk({"role": "assistant", "content": ""})
+        streamed = False
+        try:
+            async for kind, payload in service.runner.stream(question, options, history):
+                if kind == "token":
+                    streamed = True
+                    yield chunk({"content": payload})
+                else:
+                    rest = {} if streamed else {"content": payload.get("answer", "")}  # a graph that streamed nothing
+                    yield chunk(rest, "stop", **_extras(payload, resolve))
+        except Exception as exc:
+            yield b"data: " + json.dumps(_failure(exc).body()).encode() + b"\n\n"
+        yield b"data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
 def _failure(exc: BaseException) -> OpenAIError:

@@ -147,19 +147,7 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
         timings.setdefault("total", round((time.perf_counter() - started) * 1000, 3))
         if first_token_ms is not None:
             timings["first_token"] = first_token_ms
-        done = {
-            "answer": final.get("answer", ""),
-            "intent": final.get("intent"),
-            "abstain": bool(final.get("abstain", False)),
-            "coverage": coverage_of(final),
-            "coverage_reason": final.get("coverage_reason") or "",
-            "standalone_question": final.get("standalone_question") or graph_input.get("question"),
-            "citations": answer_line_citations(final.get("citations") or []),  # as in the answer line
-            "sentences": list(final.get("sentences") or []),
-            "timings_ms": timings,
-        }
-        if turn_number is not None:  # what POST /conversations/{id}/feedback calls this turn
-            done["turn"] = turn_number
+        done = _done_event(final, timings, graph_input.get("question"), turn_number)
         conversation.append("done", done)
         return TurnOutcome("done", {**final, "timings_ms": timings}, query_vector=query_vector)
     except asyncio.CancelledError as cancelled:
@@ -173,3 +161,21 @@ async def run_turn(conversation: Conversation, graph, graph_input: dict, config:
         except FieldguideError:  # the log itself is out of reach (Redis down): its lease will end the turn
             log.warning("conversation %s: could not write its error event", conversation.id)
         return TurnOutcome("error", final, message, query_vector)
+
+
+def _done_event(final: dict[str, Any], timings: dict, question: str | None, turn_number: int | None) -> dict:
+    """The `done` event of a finished turn: its answer, coverage, citations (as in the answer line), timings."""
+    done = {
+        "answer": final.get("answer", ""),
+        "intent": final.get("intent"),
+        "abstain": bool(final.get("abstain", False)),
+        "coverage": coverage_of(final),
+        "coverage_reason": final.get("coverage_reason") or "",
+        "standalone_question": final.get("standalone_question") or question,
+        "citations": answer_line_citations(final.get("citations") or []),  # as in the answer line
+        "sentences": list(final.get("sentences") or []),
+        "timings_ms": timings,
+    }
+    if turn_number is not None:  # what POST /conversations/{id}/feedback calls this turn
+        done["turn"] = turn_number
+    return done

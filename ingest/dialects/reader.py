@@ -1,0 +1,297 @@
+"""Reading a document line by line: block constructs, skipped spans and code fences, then inline syntax."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ingest.dialects.constructs import Constructs
+from ingest.dialects.folder import Dialect
+from ingest.dialects.state import _Container, Reading, ReadState, _expand, _indent, join_reading
+from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPORT, _FENCE, _GITHUB_ALERT, _HUGO,
+                                    _IMPORT, _IMPORT_CLOSE, _IMPORT_MARKDOWN, _IMPORT_OPEN, _INCLUDE_NAMES, _JSX_LINE,
+                                    _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION,
+                                    _MK_ADMONITION, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES,
+                                    _admonition_line, _label_line, mark)
+
+# what a family's block step answers for a line that is none of its constructs
+_NEXT = object()
+
+
+class Reader(Constructs):
+    """Reads a document's lines in order, keeping what is open (`ReadState`) from line to line."""
+
+    def __init__(self, dialect: Dialect, source: str = ""):
+        self.dialect = dialect
+        self.families = dialect.families
+        self.source = source
+
+    def read(self, lines: list[str], state: ReadState | None = None, keep_states: bool = False,
+             partial_first: bool = False) -> Reading:
+        """`partial_first`: the first line is the end of a line (a part's overlap), whose missing
+        indentation closes nothing."""
+        state = state or ReadState()
+        self._partial = partial_first
+        containers = list(state.containers)
+        out: list[str | None] = []
+        states: list[ReadState] = []
+        self._state = replace(state)
+        for raw in lines:
+            if keep_states:
+                states.append(replace(self._state, containers=tuple(containers)))
+            self._out_length = len(out)  # the index this line's reading takes
+            out.append(self._line(_expand(raw), raw, containers, out))
+            self._partial = False
+        self._state.containers = tuple(containers)
+        return Reading(out, states)
+
+    # ------------------------------------------------------------------------- one line
+    def _line(self, line: str, raw: str, containers: list, out: list) -> str | None:
+        st = self._state
+        if not self.families:
+            return raw
+        # indentation-based bodies (MkDocs admonitions and tabs): a line indented less closes them
+        if line.strip() and not self._partial:
+            while containers and containers[-1].kind == "indent" and _indent(line) < containers[-1].indent:
+                containers.pop()
+        body_indent = min(max((c.indent for c in containers if c.kind == "indent"), default=0), _indent(line))
+        if not line.strip():
+            return "" if body_indent else raw
+        text = line[body_indent:] if body_indent else raw
+        dedented = body_indent > 0
+
+        if st.fence is not None:
+            if text.lstrip().startswith(st.fence) and not text.strip().strip(st.fence[0]):
+                st.fence = None
+            elif st.fence == "{%" and _LIQUID.fullmatch(text.strip()) and "endhighlight" in text:
+                st.fence = None
+                return "```"
+            elif "hugo" in self.families and "{{" in text and _HUGO.search(text):
+                # Hugo renders shortcodes inside code blocks too (a site variable in a config sample)
+                return _HUGO.sub(lambda m: self._hugo(m, block=False) or "", text)
+            return text if dedented else raw
+        if st.skip:
+            return self._skipping(text)
+        if st.opened:
+            st.opened = False
+            if text.strip() == "---":  # an MDC component's YAML props: settings, nothing shown
+                st.skip = "props"
+                return None
+        fence = _FENCE.match(text)
+        if fence:
+            st.fence = fence.group(1)
+            return text if dedented else raw
+
+        stripped = text.strip()
+        block = self._block(stripped, text, containers)
+        if block is not False:
+            return block
+        if st.pending_title is not None:
+            title = _BOLD_LINE.match(stripped)
+            index, st.pending_title = st.pending_title, None
+            if title and 0 <= index < len(out) and out[index] is not None:
+                out[index] = f"{out[index]} {title.group(1).strip()}"
+                return None
+        read = self._inline(text)
+        if read != text:
+            read = _SPACES.sub(" ", read).rstrip()
+        return read if (read != text or dedented) else raw
+
+    def _skipping(self, text: str) -> str | None:
+        st = self._state
+        stripped = text.strip()
+        if st.skip == "props":
+            if stripped == "---":
+                st.skip = None
+            return None
+        if st.skip == "import":
+            if _IMPORT_CLOSE.search(stripped):
+                st.skip = None
+            return None
+        if st.skip == "export":
+            st.depth += stripped.count("{") + stripped.count("(") + stripped.count("[")
+            st.depth -= stripped.count("}") + stripped.count(")") + stripped.count("]")
+            if st.depth <= 0:
+                st.skip, st.depth = None, 0
+            return None
+        if st.skip == "comment":
+            if re.search(r"\{%-?\s*endcomment\s*-?%\}", stripped):
+                st.skip = None
+            return None
+        if st.skip == "snippets":
+            if _MK_SNIPPET.match(stripped) and not _MK_SNIPPET.match(stripped).group(1) \
+                    and not _MK_SNIPPET.match(stripped).group(3):
+                st.skip = None
+                return None
+            return self.dialect.include_reading(stripped, self.source)
+        if st.skip == "jsx":
+            # a JSX opening tag over several lines: a tab or an admonition shows its label once
+            # the tag is whole; another component shows its attributes' values line by line
+            # (`<FormattedTabs bash="…" powershell="…" />` shows each command), its props' code too
+            name = st.jsx.split()[0].lstrip("<").lower()
+            quoted = st.jsx.count("`") % 2 == 1  # inside a template literal: the line is a value
+            ends = not quoted and (stripped.endswith(">") and not stripped.endswith("=>"))
+            st.jsx += "\n" + stripped
+            if name in ("tabitem", "tab", "admonition") or name in _INCLUDE_NAMES:
+                if ends:
+                    st.skip = None
+                    return self._jsx_tag(" ".join(st.jsx.split("\n")))
+                return None
+            if ends:
+                st.skip = None
+                stripped = stripped[:-2] if stripped.endswith("/>") else stripped[:-1]
+            return self._jsx_attribute_line(text if quoted else stripped, quoted)
+        st.skip = None  # pragma: no cover - every skip kind is handled above
+        return text
+
+    # ----------------------------------------------------------------------- block lines
+    def _block(self, stripped: str, text: str, containers: list):
+        """The reading of a line that is a block construct, or False."""
+        fam = self.families
+        if "mkdocs" in fam:
+            read = self._mkdocs_block(stripped, _indent(text), containers)
+            if read is not _NEXT:
+                return read
+        if "docusaurus" in fam or "mdc" in fam:
+            read = self._colon_block(stripped, containers)
+            if read is not _NEXT:
+                return read
+        if "docusaurus" in fam:
+            read = self._mdx_block(stripped, containers)
+            if read is not _NEXT:
+                return read
+        if "hugo" in fam and stripped.startswith("{{") and stripped.endswith("}}"):
+            match = _HUGO.fullmatch(stripped)
+            if match:
+                return self._hugo(match, block=True)
+        if "jekyll" in fam and stripped.startswith("{"):
+            read = self._jekyll_block(stripped)
+            if read is not _NEXT:
+                return read
+        alert = _GITHUB_ALERT.match(text)
+        if alert:
+            return f"{alert.group(1)}{mark(alert.group(2))}:"
+        return False
+
+    def _mkdocs_block(self, stripped: str, indent: int, containers: list):
+        """An admonition, a content tab, a snippet or an abbreviation line; else _NEXT."""
+        st = self._state
+        match = _MK_ADMONITION.match(stripped) if stripped[:1] in "!?" else None
+        if match:
+            containers.append(_Container("indent", indent + 4 + max(
+                (c.indent for c in containers if c.kind == "indent"), default=0)))
+            title = match.group(4)
+            if title is not None and not title.strip():
+                return f"{mark(match.group(2))}:"
+            return _admonition_line(match.group(2), title if title is not None else "")
+        match = _MK_TAB.match(stripped) if stripped.startswith("===") else None
+        if match:
+            containers.append(_Container("indent", indent + 4 + max(
+                (c.indent for c in containers if c.kind == "indent"), default=0)))
+            return _label_line(match.group(1))
+        match = _MK_SNIPPET.match(stripped) if "8<" in stripped else None
+        if match:
+            target = next((g for g in match.groups() if g), None)
+            if target is None:
+                st.skip = "snippets"
+                return None
+            return self.dialect.include_reading(target, self.source)
+        if _MK_ABBREVIATION.match(stripped):
+            return None
+        return _NEXT
+
+    def _colon_block(self, stripped: str, containers: list):
+        """A `:::` / `::` container's opening or closing line, or an MDC `#slot` line; else _NEXT."""
+        st = self._state
+        fam = self.families
+        if stripped.startswith("::"):
+            close = _COLON_CLOSE.match(stripped)
+            if close:
+                for index in range(len(containers) - 1, -1, -1):
+                    if containers[index].kind == "colon":
+                        del containers[index:]
+                        st.pending_title = None
+                        return None
+                return False
+            opened = _COLON_OPEN.match(stripped)
+            # without MDC, only an admonition is a `:::` container: another name passes through
+            if opened and ("mdc" in fam or (len(opened.group(1)) >= 3
+                                            and opened.group(2).lower() in ADMONITION_TYPES)):
+                return self._colon_open(opened, containers)
+        if "mdc" in fam and stripped.startswith("#") and any(c.kind == "colon" for c in containers) \
+                and _MDC_SLOT.match(stripped):
+            return None
+        return _NEXT
+
+    def _mdx_block(self, stripped: str, containers: list):
+        """An MDX import, export or comment line, or a JSX tag alone on its line; else _NEXT."""
+        st = self._state
+        if stripped.startswith("import") and not containers:
+            if _IMPORT.match(stripped):
+                partial = _IMPORT_MARKDOWN.match(stripped)
+                if partial:
+                    st.imports = {**st.imports, partial.group(1): partial.group(2)}
+                return None
+            if _IMPORT_OPEN.match(stripped):
+                st.skip = "import"
+                return None
+        if stripped.startswith("export") and not containers and _EXPORT.match(stripped):
+            depth = sum(stripped.count(c) for c in "{([") - sum(stripped.count(c) for c in "})]")
+            if depth > 0:
+                st.skip, st.depth = "export", depth
+            return None
+        if stripped.startswith("{/*") and _MDX_COMMENT.fullmatch(stripped):
+            return None
+        if stripped.startswith("<"):
+            if _JSX_LINE.match(stripped):
+                return self._jsx_tag(stripped, containers)
+            opened = _JSX_OPEN_START.match(stripped)
+            if opened:
+                st.skip, st.jsx = "jsx", stripped
+                return None
+        return _NEXT
+
+    def _jekyll_block(self, stripped: str):
+        """A Liquid tag alone on its line or a kramdown attribute list; else _NEXT."""
+        match = _LIQUID.fullmatch(stripped)
+        if match:
+            return self._liquid(match, block=True)
+        ial = _KRAMDOWN_IAL.match(stripped)
+        if ial:
+            classes = [c[1:].lower() for c in ial.group(1).split() if c.startswith(".")]
+            kind = next((c for c in classes if c in ADMONITION_TYPES or c.endswith("-title")), None)
+            return _admonition_line(kind.removesuffix("-title")) if kind else None
+        return _NEXT
+
+
+def read_lines(lines: list[str], dialect: Dialect = Dialect(), source: str = "", start: int = 0,
+               keep_states: bool = False) -> Reading:
+    """The reading of `lines[start:]`, one entry per line (lines before `start`, such as front
+    matter, read as themselves)."""
+    head = Reading(list(lines[:start]), [ReadState()] * start if keep_states else [])
+    if not dialect.families:
+        return Reading(list(lines), [ReadState()] * len(lines) if keep_states else [])
+    body = Reader(dialect, source).read(lines[start:], keep_states=keep_states)
+    return Reading(head.lines + body.lines, head.states + body.states)
+
+
+def read_fragment(text: str, dialect: Dialect, source: str = "", state: ReadState | None = None,
+                  partial_first: bool = False) -> str:
+    """The reading of a piece of a document (a part of a split chunk) read from `state`, the
+    state before its first line (`partial_first`: that line is only its end)."""
+    if not dialect.families:
+        return text
+    reading = join_reading(Reader(dialect, source).read(text.split("\n"), state, partial_first=partial_first).lines)
+    if state is not None and state.fence is not None and reading.strip():
+        # a part that starts inside a code block: its reading opens the block again, so the code
+        # shows as code (and is told apart from prose) where the part is read on its own
+        fence = "```" if state.fence == "{%" else state.fence
+        reading = f"{fence}\n{reading}"
+    return reading
+
+
+def read_inline(text: str, dialect: Dialect) -> str:
+    """The reading of one line of inline text (a heading's label): components and shortcodes."""
+    if not dialect.families or not any(c in text for c in ":<{"):
+        return text
+    read = Reader(dialect)._inline(text)
+    return _SPACES.sub(" ", read).strip() if read != text else text

@@ -1,0 +1,109 @@
+"""The constructs' syntax (patterns) and the small readings every family shares: marks, attributes, labels."""
+from __future__ import annotations
+
+import re
+
+# Admonition types folded onto the three marks a reader tells apart.
+_TIP_TYPES = frozenset({"tip", "tips", "hint", "success", "check", "done", "good"})
+_WARNING_TYPES = frozenset({"warning", "warn", "caution", "attention", "danger", "error", "failure", "fail",
+                            "missing", "bug", "alert", "important", "critical", "negative", "red", "orange",
+                            "amber", "yellow"})
+_NOTE_TYPES = frozenset({"note", "notes", "info", "abstract", "summary", "tldr", "todo", "example", "quote", "cite",
+                         "question", "help", "faq", "secondary", "callout", "notice", "primary", "neutral",
+                         "admonition", "information", "blue", "default"})
+ADMONITION_TYPES = _TIP_TYPES | _WARNING_TYPES | _NOTE_TYPES
+# Attributes whose value is what a reader sees of a component, in order of preference.
+_LABEL_ATTRIBUTES = ("title", "label", "text", "alt", "summary", "caption", "heading", "name")
+# Components that only arrange their children: their tags disappear (an opening tag with a
+# title or label still shows it).
+_INCLUDE_NAMES = frozenset({"partial", "include", "include_relative", "readfile", "snippet", "content",
+                            "includemarkdown", "include-markdown", "embed", "readfile-md"})
+# A backtick fence's info string holds no backtick (CommonMark): "```{{x}}```." is a code span.
+_FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+_ATTR = re.compile(r"""([:\w.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|\{["'`]?([^}"'`]*)["'`]?\}|([^\s"'>}]+))""")
+_POSITIONAL = re.compile(r"""(?:^|\s)(?:"([^"]*)"|'([^']*)'|([^\s"'=]+))(?=\s|$)""")
+# MkDocs / Material
+_MK_ADMONITION = re.compile(r"^(!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)\s*(?:\"(.*)\")?\s*$")
+_MK_TAB = re.compile(r"^===\+?\s+\"(.*)\"\s*$")
+_MK_SNIPPET = re.compile(r"^-{1,2}8<-{1,2}\s*(?:\"([^\"]*)\"|'([^']*)'|(\S+))?\s*$")
+_MK_ICON = re.compile(r":(?:material|octicons|fontawesome|simple|fontawesome-solid|fontawesome-regular)-[\w-]+:"
+                      r"(?:\{[^}\n]*\})?")
+_MK_ABBREVIATION = re.compile(r"^\*\[[^\]]+\]:\s")
+_ATTR_LIST = re.compile(r"(?<=[)\]*_`])\{:?\s*(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
+                        r"(?:\s+(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+)))*\s*\}")
+# Docusaurus / MDX
+_IMPORT = re.compile(r"^import\s+(?:[\w*{}\s,]+\s+from\s+)?['\"][^'\"]+['\"];?\s*$")
+_IMPORT_MARKDOWN = re.compile(r"^import\s+(\w+)\s+from\s+['\"]([^'\"]+\.mdx?)['\"]")
+_IMPORT_OPEN = re.compile(r"^import\s+(?:type\s+)?\{[^}]*$")
+_IMPORT_CLOSE = re.compile(r"\}\s*from\s+['\"][^'\"]+['\"];?\s*$")
+_EXPORT = re.compile(r"^export\s+(?:default\s+|const\s+|let\s+|var\s+|function\s+|async\s+|\{)")
+_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}")
+_COLON_OPEN = re.compile(r"^(:{2,})\s*([A-Za-z][\w-]*)(?:\[([^\]]*)\])?(\{[^\n]*\})?\s*(.*?)\s*$")
+_COLON_CLOSE = re.compile(r"^(:{2,})\s*$")
+_JSX_LINE = re.compile(r"^<(/?)([A-Z][\w.]*)((?:\s[^<>]*?)?)\s*(/?)>\s*$")
+_JSX_OPEN_START = re.compile(r"^<([A-Z][\w.]*)(\s[^<>]*)?$")
+_JSX_INLINE_SELF = re.compile(r"<([A-Z][\w.]*)((?:\s[^<>]*?)?)\s*/>")
+_JSX_INLINE_TAG = re.compile(r"</?([A-Z][\w.]*)((?:\s[^<>]*?)?)\s*>")
+# Nuxt MDC
+_MDC_INLINE = re.compile(r"(?<![\w:\\/])(:[A-Za-z][\w-]*)(?:\[([^\]\n]*)\])?(\{[^}\n]*\})?")
+_MDC_SLOT = re.compile(r"^#[A-Za-z][\w-]*\s*$")
+_BOLD_LINE = re.compile(r"^(?:\*\*|__)(.+?)(?:\*\*|__)\s*$")
+# Hugo
+_HUGO = re.compile(r"\{\{([<%])-?\s*(/?)\s*([\w./-]+)(.*?)\s*-?([>%])\}\}")
+# Jekyll / Liquid
+_LIQUID = re.compile(r"\{%-?\s*(\w+)(.*?)-?%\}")
+_KRAMDOWN_IAL = re.compile(r"^\{:\s*([^}]*)\}\s*$")
+# GitHub alerts
+_GITHUB_ALERT = re.compile(r"^(\s*>\s*)\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.IGNORECASE)
+_SPACES = re.compile(r"(?<=\S)[ ]{2,}(?=\S)")
+
+
+def mark(kind: str | None) -> str:
+    """An admonition type as a reader tells it apart: "Note", "Tip" or "Warning"."""
+    kind = (kind or "").lower()
+    if kind in _TIP_TYPES:
+        return "Tip"
+    if kind in _WARNING_TYPES:
+        return "Warning"
+    return "Note"
+
+
+def attributes(text: str) -> dict[str, str]:
+    """`key="value"` (or 'value', {value}, bare) pairs of a tag, a shortcode or an MDC `{…}`."""
+    found = {}
+    for match in _ATTR.finditer(text or ""):
+        value = next((g for g in match.groups()[1:] if g is not None), "")
+        found.setdefault(match.group(1).lstrip(":").lower(), value)
+    return found
+
+
+def label_of(attrs: dict[str, str]) -> str:
+    return next((attrs[name].strip() for name in _LABEL_ATTRIBUTES if attrs.get(name, "").strip()), "")
+
+
+def positional(text: str) -> list[str]:
+    """The positional arguments of a shortcode (`{{< tab "Linux" >}}`), without key=value pairs."""
+    text = _ATTR.sub(" ", text or "")
+    return [next(g for g in m.groups() if g is not None) for m in _POSITIONAL.finditer(text)]
+
+
+def _icon_kind(icon: str) -> str | None:
+    """The admonition type an icon stands for (`i-lucide-triangle-alert`: a warning)."""
+    icon = icon.lower()
+    if any(word in icon for word in ("warn", "alert", "triangle", "danger", "error", "octagon")):
+        return "warning"
+    if any(word in icon for word in ("lightbulb", "sparkle", "tip", "rocket")):
+        return "tip"
+    return None
+
+
+def _admonition_line(kind: str | None, title: str = "") -> str:
+    title = title.strip()
+    if title.lower() == mark(kind).lower():  # `title="Note"` on a note: the page shows "Note" once
+        title = ""
+    return f"{mark(kind)}: {title}" if title else f"{mark(kind)}:"
+
+
+def _label_line(label: str) -> str:
+    label = label.strip()
+    return label if not label or label.endswith((":", "?", "!", ".")) else f"{label}:"
