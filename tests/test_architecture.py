@@ -37,3 +37,34 @@ def test_the_import_contracts_hold():
     report = result.stdout + result.stderr
     assert result.returncode == 0, report
     assert "0 broken" in report, report
+
+
+MODULE_LINES = 500
+FUNCTION_LINES = 80
+PRODUCTION = ("fieldguide", "graph", "nodes", "ingest", "prompts")
+
+
+def production_modules():
+    for package in PRODUCTION:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "node_modules" not in path.parts:
+                yield path
+
+
+def test_no_module_over_500_lines_and_no_function_over_80():
+    """Rooms that do one job: a module that outgrows this is split by job, a function into named
+    steps (benchmarks and tests are left out)."""
+    import ast
+
+    too_long = []
+    for path in production_modules():
+        text = path.read_text(encoding="utf-8")
+        name = path.relative_to(ROOT).as_posix()
+        if text.count("\n") > MODULE_LINES:
+            too_long.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > FUNCTION_LINES:
+                    too_long.append(f"{name}:{node.lineno} {node.name}: {length} lines")
+    assert not too_long, "\n".join(too_long)
