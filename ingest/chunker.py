@@ -180,7 +180,8 @@ class Chunker:
             tokens = (self.counter.special_tokens + breadcrumb_tokens[breadcrumb]
                       + prefix[piece.end] - prefix[piece.start])
             kind, reason = decide_content_kind(read, piece.heading_path, doc.front_matter)
-            common = dict(group_id=group_id, parent_group_id=parent_group_id, chunk_type=piece.chunk_type, content_kind=kind, source=source,
+            common = dict(group_id=group_id, parent_group_id=parent_group_id, chunk_type=piece.chunk_type,
+                          content_kind=kind, source=source,
                           heading_path=list(piece.heading_path), content_kind_reason=reason,
                           page_title=doc_title or "")
             if tokens <= self.limit or not self.token_pass:
@@ -208,7 +209,7 @@ class Chunker:
             group_ids.append(make_group_id(source, piece.heading_path, occurrence, self.label))
         by_heading = {piece.heading_line: group_id for piece, group_id in zip(pieces, group_ids)
                       if piece.heading_line is not None}
-        return [(group_id, by_heading.get(piece.parent_heading_line, "") if piece.parent_heading_line is not None else "")
+        return [(group_id, "" if piece.parent_heading_line is None else by_heading.get(piece.parent_heading_line, ""))
                 for piece, group_id in zip(pieces, group_ids)]
 
     def _split(self, doc: ParsedDocument, piece: HierarchicalChunk, text: str, line_tokens: list[int],

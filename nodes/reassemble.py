@@ -3,8 +3,9 @@
 A chunk that is one part of a split section ("part 2 of 3") is never handed to the
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the parent intros (named at ingest by each chunk's `parent_group_id`) come from
-the store in one round trip (`store.reassembly_parts`). Budget (`context_token_budget`, in the embedding tokenizer's tokens
-as stored in `token_count`) is spent in four passes, and a fifth may go beyond it:
+the store in one round trip (`store.reassembly_parts`). Budget (`context_token_budget`, in the
+embedding tokenizer's tokens as stored in `token_count`) is spent in four passes, and a fifth
+may go beyond it:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
 2. their siblings, section by section in rank order, nearest part to a hit first;

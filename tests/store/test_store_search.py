@@ -118,7 +118,7 @@ def test_parent_intros_are_the_stored_parents_first_parts(filled_store):
                      heading_path=path, line_start=line, line_end=line + 2, embed_text="Top", parent_group_id=parent)
                 for cid, gid, index, count, line, path, parent in rows]
     store.insert_chunks(sections, np.ones((len(rows), DIM), dtype=np.float32))
-    stored = {r["chunk_id"]: r for r in store.reassembly_parts(child)[0][child[0]] + store.reassembly_parts(child)[0][child[1]]}
+    stored = {r["chunk_id"]: r for parts in store.reassembly_parts(child)[0].values() for r in parts}
     assert stored["c1"]["parent_group_id"] == top[0] and stored["c2"]["parent_group_id"] == top[1]
     _, found = store.reassembly_parts([], [stored["c2"]["parent_group_id"], stored["c1"]["parent_group_id"],
                                            "", "missing", child[0]])
