@@ -8,8 +8,9 @@ from ingest.dialects import reading_of
 
 RESULT_STAGES = ("search", "threshold", "rerank", "cap")
 ANSWER_TIMINGS = ("evidence", "prompt", "generate", "first_token")  # not retrieval's: left out of result lines
-# In the state's blocks for citations and the page's breadcrumbs, not in result lines.
-CITATION_ONLY_FIELDS = ("line_start", "line_end", "page_title", "reading")
+# In the state's blocks for citations and the page's breadcrumbs, not in result lines; nor is
+# `parent_group_id`, how reassembly finds a parent's intro (should a block ever carry it).
+CITATION_ONLY_FIELDS = ("line_start", "line_end", "page_title", "reading", "parent_group_id")
 # An answer line's citation, as docs/architecture.md gives it (`label` too, for a labelled doc set's chunk).
 ANSWER_LINE_CITATION_FIELDS = ("n", "chunk_id", "source", "heading_path", "line_start", "line_end", "url", "label")
 

@@ -5,14 +5,15 @@ import hashlib
 from dataclasses import dataclass, field
 
 # 3: heading paths keep an explicit {#id} as written; 4: breadcrumbs render inline Markdown;
-# 5: docs-site dialects read for their meaning (`reading`), front matter titles (`page_title`)
-CHUNKER_VERSION = "5"
+# 5: docs-site dialects read for their meaning (`reading`), front matter titles (`page_title`);
+# 6: the parent section's intro chunk named at ingest (`parent_group_id`)
+CHUNKER_VERSION = "6"
 
 # Field order of the public record (`fieldguide chunks`, the store, result lines).
 RECORD_FIELDS = (
     "chunk_id", "group_id", "part_index", "part_count", "chunk_type", "content_kind", "source",
     "line_start", "line_end", "heading_path", "text", "embed_text", "token_count", "images",
-    "reading", "page_title",
+    "reading", "page_title", "parent_group_id",
 )
 CHUNK_TYPES = ("section", "subsection", "merged", "note")
 CONTENT_KINDS = ("screen", "prose")
@@ -42,6 +43,10 @@ class Chunk:
     reading: str | None = None  # None: not read (the text as written stands for it)
     # The page's title when only its front matter has one (no H1): the first crumb a reader sees.
     page_title: str = ""
+    # The group id of the chunk holding the parent heading's own text (the parent's intro, its
+    # first part): reassembly fetches it by id. "" when there is none (a top section, a note, a
+    # parent with no text of its own).
+    parent_group_id: str = ""
     # Why content_kind was decided as it was: debugging aid, not part of the record.
     content_kind_reason: str = ""
 

@@ -172,20 +172,16 @@ class Chunker:
             fitted = self._fitting_breadcrumb(breadcrumb, room)
             breadcrumb_tokens[fitted] = self.counter.count_piece(fitted)
             breadcrumbs = [fitted if b == breadcrumb else b for b in breadcrumbs]
-        occurrences: dict[tuple, int] = {}
         chunks: list[Chunk] = []
-        for piece, breadcrumb in zip(pieces, breadcrumbs):
-            key = (piece.chunk_type == "note", *piece.heading_path)
-            occurrence = occurrences.get(key, 0)
-            occurrences[key] = occurrence + 1
-            group_id = make_group_id(source, piece.heading_path, occurrence, self.label)
+        for piece, breadcrumb, (group_id, parent_group_id) in zip(pieces, breadcrumbs, self._group_ids(pieces, source)):
             text = "\n".join(doc.lines[piece.start:piece.end])
             dialectal = _any_between(read_otherwise, piece.start, piece.end)
             read = reading.text(piece.start, piece.end) if dialectal else text
             tokens = (self.counter.special_tokens + breadcrumb_tokens[breadcrumb]
                       + prefix[piece.end] - prefix[piece.start])
             kind, reason = decide_content_kind(read, piece.heading_path, doc.front_matter)
-            common = dict(group_id=group_id, chunk_type=piece.chunk_type, content_kind=kind, source=source,
+            common = dict(group_id=group_id, parent_group_id=parent_group_id, chunk_type=piece.chunk_type,
+                          content_kind=kind, source=source,
                           heading_path=list(piece.heading_path), content_kind_reason=reason,
                           page_title=doc_title or "")
             if tokens <= self.limit or not self.token_pass:
@@ -199,6 +195,22 @@ class Chunker:
                 chunks.extend(self._split(doc, piece, text, raw_tokens[piece.start:piece.end], breadcrumb, common,
                                           reading if dialectal else None, source))
         return chunks
+
+    def _group_ids(self, pieces: list[HierarchicalChunk], source: str) -> list[tuple[str, str]]:
+        """(group id, parent group id) of each piece. The parent group is the chunk that holds the
+        parent heading's own text (its intro); "" for a top section, a note, and a child whose
+        parent has no text of its own (a bare title opens its first child's chunk)."""
+        occurrences: dict[tuple, int] = {}
+        group_ids = []
+        for piece in pieces:
+            key = (piece.chunk_type == "note", *piece.heading_path)
+            occurrence = occurrences.get(key, 0)
+            occurrences[key] = occurrence + 1
+            group_ids.append(make_group_id(source, piece.heading_path, occurrence, self.label))
+        by_heading = {piece.heading_line: group_id for piece, group_id in zip(pieces, group_ids)
+                      if piece.heading_line is not None}
+        return [(group_id, "" if piece.parent_heading_line is None else by_heading.get(piece.parent_heading_line, ""))
+                for piece, group_id in zip(pieces, group_ids)]
 
     def _split(self, doc: ParsedDocument, piece: HierarchicalChunk, text: str, line_tokens: list[int],
                breadcrumb: str, common: dict, reading: Reading | None = None, source: str = "") -> list[Chunk]:
@@ -292,15 +304,14 @@ def _fold_unseen(pieces: list[HierarchicalChunk], reading: Reading) -> list[Hier
     for index, piece in enumerate(pieces):
         start = piece.start if carry is None else carry
         if reading.text(piece.start, piece.end).strip():
-            folded.append(HierarchicalChunk(piece.chunk_type, piece.heading_path, start, piece.end))
+            folded.append(replace(piece, start=start))
             carry = None
         elif index + 1 < len(pieces):
             carry = start
         elif folded:
-            last = folded[-1]
-            folded[-1] = HierarchicalChunk(last.chunk_type, last.heading_path, last.start, piece.end)
+            folded[-1] = replace(folded[-1], end=piece.end)
         else:
-            folded.append(HierarchicalChunk(piece.chunk_type, piece.heading_path, start, piece.end))
+            folded.append(replace(piece, start=start))
     return folded
 
 
@@ -319,4 +330,4 @@ def _trim(doc: ParsedDocument, piece: HierarchicalChunk) -> HierarchicalChunk | 
         end -= 1
     if start >= end:
         return None
-    return HierarchicalChunk(piece.chunk_type, piece.heading_path, start, end)
+    return replace(piece, start=start, end=end)

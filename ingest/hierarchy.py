@@ -38,6 +38,11 @@ class HierarchicalChunk:
     heading_path: list[str]
     start: int  # first line, 0-based, inclusive
     end: int  # exclusive
+    # The first line of the heading the chunk is named by, and of that heading's parent heading
+    # (None for a note, and for a top heading's parent): which chunk holds a parent's own text
+    # is known here, where the tree is, and nowhere after.
+    heading_line: int | None = None
+    parent_heading_line: int | None = None
 
 
 def build_tree(doc: ParsedDocument) -> list[HNode]:
@@ -74,6 +79,11 @@ def _is_blank(lines: list[str], start: int, end: int) -> bool:
     return all(not line.strip() for line in lines[start:end])
 
 
+def _lines(node: HNode) -> tuple[int, int | None]:
+    """(heading line, parent heading line) of the chunk named by `node`."""
+    return node.heading.start, node.parent.heading.start if node.parent else None
+
+
 def hierarchical_chunks(doc: ParsedDocument, token_prefix: list[int], merge_max_tokens: int,
                         merge_child_max_tokens: int) -> list[HierarchicalChunk]:
     """`token_prefix[i]` is the number of tokens in lines [0, i) of the file."""
@@ -94,14 +104,14 @@ def hierarchical_chunks(doc: ParsedDocument, token_prefix: list[int], merge_max_
         start = node.heading.start if carry_start is None else carry_start
         short_child = any(child.subtree_tokens <= merge_child_max_tokens for child in node.children)
         if node.children and short_child and node.subtree_tokens <= merge_max_tokens:
-            chunks.append(HierarchicalChunk("merged", node.path, start, node.end))
+            chunks.append(HierarchicalChunk("merged", node.path, start, node.end, *_lines(node)))
             return
         kind = "section" if node.parent is None else "subsection"
         body_blank = _is_blank(lines, node.heading.end + 1, node.own_end)
         if node.children and body_blank:
             emit(node.children[0], start)  # a bare title opens its first child's chunk
         else:
-            chunks.append(HierarchicalChunk(kind, node.path, start, node.own_end))
+            chunks.append(HierarchicalChunk(kind, node.path, start, node.own_end, *_lines(node)))
             if node.children:
                 emit(node.children[0], None)
         for child in node.children[1:]:

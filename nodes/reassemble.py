@@ -2,9 +2,10 @@
 
 A chunk that is one part of a split section ("part 2 of 3") is never handed to the
 generator alone: every sibling part is fetched and the parts are laid out in order. The
-siblings and the candidate parent intros come from the store in one round trip
-(`store.reassembly_parts`). Budget (`context_token_budget`, in the embedding tokenizer's tokens
-as stored in `token_count`) is spent in four passes, and a fifth may go beyond it:
+siblings and the parent intros (named at ingest by each chunk's `parent_group_id`) come from
+the store in one round trip (`store.reassembly_parts`). Budget (`context_token_budget`, in the
+embedding tokenizer's tokens as stored in `token_count`) is spent in four passes, and a fifth
+may go beyond it:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
 2. their siblings, section by section in rank order, nearest part to a hit first;
@@ -79,13 +80,13 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
         split = list(dict.fromkeys(h["group_id"] for h in hits if int(h.get("part_count") or 1) > 1))
         wanted = intro_requests(hits) if options.parent_intro else []
         parts, intros = {}, []
-        if split or wanted:  # one round trip for every split section and every candidate intro
+        if split or wanted:  # one round trip for every split section and every parent intro
             parts, intros = resources_for(config).store.reassembly_parts(split, wanted)
-        by_parent = {(source, tuple(path), label): intro for (source, path, _, label), intro in zip(wanted, intros)}
+        by_parent = dict(zip(wanted, intros))
         context, gaps = assemble(
             hits + (state.get("below_cut") or []), state.get("search_results") or [], options.context_token_budget,
             lambda group_id: parts.get(group_id, []),
-            (lambda requests: [by_parent.get((s, tuple(p), label)) for s, p, _, label in requests]) if wanted else None,
+            (lambda parent_ids: [by_parent.get(gid) for gid in parent_ids]) if wanted else None,
             options.section_token_budget)
     else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
         context = [to_block(hit) for hit in hits]
@@ -93,26 +94,17 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
     return {"context": context, "gaps": gaps}
 
 
-def intro_requests(hits: list[dict]) -> list[tuple[str, list[str], int | None, str | None]]:
-    """(source, parent heading path, a line of the child, doc set label) for every subsection hit: the parent
-    intros `assemble` may want, asked for before it knows which it will keep. The parent sits
-    above every line of its child, and no other occurrence of it lies inside the child, so any
-    line of the hit serves as the limit."""
-    requests: dict[tuple, int | None] = {}
-    for hit in hits:  # rank order: a parent shared by several hits is the best-ranked one's
-        key = parent_key(hit)
-        if key:
-            requests.setdefault(key, int(hit.get("line_start") or 0) or None)
-    return [(source, list(path), line, label) for (source, path, label), line in requests.items()]
+def intro_requests(hits: list[dict]) -> list[str]:
+    """The parent group ids of the hits (`parent_group_id`, named at ingest), in rank order, each
+    once: the parent intros `assemble` may want, asked for before it knows which it will keep.
+    A record from an index written before parents were named has none and gets no intro."""
+    return list(dict.fromkeys(parent for parent in map(parent_group_id, hits) if parent))
 
 
-def parent_key(record: dict) -> tuple[str, tuple[str, ...], str | None] | None:
-    """(source, parent heading path, doc set label) of a subsection's record; None for a top
-    section or a note."""
-    path = tuple(record.get("heading_path") or ())
-    if len(path) > 1 and record.get("chunk_type") != "note":
-        return record["source"], path[:-1], record.get("label") or None
-    return None
+def parent_group_id(record: dict) -> str:
+    """The group id of the chunk holding a subsection's parent's own text; "" for a top section,
+    a note, or a parent with no text of its own."""
+    return "" if record.get("chunk_type") == "note" else record.get("parent_group_id") or ""
 
 
 def dominant_section(hits: list[dict], whole: set[str] | frozenset = frozenset()) -> str | None:
@@ -135,8 +127,9 @@ def dominant_section(hits: list[dict], whole: set[str] | frozenset = frozenset()
 
 
 def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
-             section_intros=None, section_budget: int = 0) -> tuple[list[dict], list[dict]]:
-    """Pure reassembly: ranked hits + a part fetcher (+ a parent intro fetcher) -> (context blocks, gaps)."""
+             fetch_intros=None, section_budget: int = 0) -> tuple[list[dict], list[dict]]:
+    """Pure reassembly: ranked hits + a part fetcher (+ a parent intro fetcher: parent group
+    ids -> their first parts, None where missing) -> (context blocks, gaps)."""
     scored = {c["chunk_id"]: c for c in pool}
     scored.update({h["chunk_id"]: h for h in hits})
     groups: dict[str, list[dict]] = {}  # group id -> all parts, in order (rank order of groups)
@@ -166,7 +159,7 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             used = _fill_section(parts, chosen[gid], used, budget)
 
     # Pass 3: parent intros.
-    intros = parent_intros(groups, chosen, budget - used, section_intros) if section_intros else {}
+    intros = parent_intros(groups, chosen, budget - used, fetch_intros) if fetch_intros else {}
     used += sum(token_cost(intro) for intro in intros.values())
     # Pass 4: subsections of kept sections that scored below the cut (`nodes.cap`), while they fit.
     below = {}
@@ -237,24 +230,22 @@ def after_section(context: list[dict], record: dict) -> int:
 
 
 def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], room: int,
-                  section_intros) -> dict[str, dict]:
+                  fetch_intros) -> dict[str, dict]:
     """child group id -> its parent's intro, for the kept subsections whose parent fits in `room`.
 
     One intro per parent, before the first (best-ranked) child that needs it; none for a
     parent already in the context as a section of its own.
     """
-    wanted: dict[tuple, str] = {}  # (source, parent path, label) -> first child group id
+    wanted: dict[str, str] = {}  # parent group id -> first child group id
     for gid, parts in groups.items():
-        key = parent_key(parts[0])
-        if chosen[gid] and key:
-            wanted.setdefault(key, gid)
+        parent = parent_group_id(parts[0])
+        if chosen[gid] and parent:
+            wanted.setdefault(parent, gid)
     if not wanted or room <= 0:
         return {}
-    requests = [(source, list(path), int(groups[gid][0].get("line_start") or 0) or None, label)
-                for (source, path, label), gid in wanted.items()]
     present = {gid for gid in groups if chosen[gid]}
     candidates = [(token_cost(intro), n, gid, intro)
-                  for n, (gid, intro) in enumerate(zip(wanted.values(), section_intros(requests)))
+                  for n, (gid, intro) in enumerate(zip(wanted.values(), fetch_intros(list(wanted))))
                   if intro and intro["group_id"] not in present]
     intros = {}
     for cost, _, gid, intro in sorted(candidates, key=lambda c: (c[0], c[1])):  # shortest first

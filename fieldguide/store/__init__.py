@@ -35,14 +35,14 @@ from fieldguide.store.chunk_store import ChunkStore
 from fieldguide.store.connect import configured_nodes, connect, connect_nodes, open_store
 from fieldguide.store.failover import WRITE_DEADLINE_SECONDS, on_a_node, writing
 from fieldguide.store.records import (
-    ADDED_CHUNK_FIELDS, CHUNK_FIELDS, FILE_NAMESPACE, INT_FIELDS, INTRO_OCCURRENCES, LABEL_NAMESPACE,
+    ADDED_CHUNK_FIELDS, CHUNK_FIELDS, FILE_NAMESPACE, INT_FIELDS, LABEL_NAMESPACE,
     LABEL_PROPERTY_RECHECK_SECONDS, LEGACY_EMBEDDING_BACKEND, MANIFEST_UUID, PROFILE_PROPERTIES,
     SEARCH_FIELDS, TERM_STATS_UUID, TEXT_FIELDS_FILTERED, backend_mismatch_message, collection_name,
     file_uuid, label_uuid, mismatch_message,
 )
 
 __all__ = [
-    "ADDED_CHUNK_FIELDS", "CHUNK_FIELDS", "FILE_NAMESPACE", "INT_FIELDS", "INTRO_OCCURRENCES", "LABEL_NAMESPACE",
+    "ADDED_CHUNK_FIELDS", "CHUNK_FIELDS", "FILE_NAMESPACE", "INT_FIELDS", "LABEL_NAMESPACE",
     "LABEL_PROPERTY_RECHECK_SECONDS", "LEGACY_EMBEDDING_BACKEND", "MANIFEST_UUID", "PROFILE_PROPERTIES",
     "SEARCH_FIELDS", "TERM_STATS_UUID", "TEXT_FIELDS_FILTERED", "WRITE_DEADLINE_SECONDS", "ChunkStore",
     "backend_mismatch_message", "collection_name", "configured_nodes", "connect", "connect_nodes",

@@ -32,7 +32,8 @@ class ChunkStore(SchemaMixin, ManifestMixin, WritesMixin, SearchMixin):
         self.patient = False
         self.label: str | None = None  # the doc set this store reads and writes files of (`for_label`)
         self.labels: tuple[str, ...] | None = None  # searches see only these sets (`limited_to`)
-        self._label_property_seen: tuple[float, bool] | None = None
+        # property name -> (when looked, whether the chunks collection has it): see `_has_property`
+        self._properties_seen: dict[str, tuple[float, bool]] = {}
 
     def for_label(self, label: str | None) -> "ChunkStore":
         """This store for one doc set's files: its file records, its chunks by source, its docs
@@ -84,20 +85,30 @@ class ChunkStore(SchemaMixin, ManifestMixin, WritesMixin, SearchMixin):
         return self._seen_collection
 
     def _has_label_property(self) -> bool:
-        """Whether the chunks carry labels at all (an index from before labels has no such property:
-        asking for it in a search would fail)."""
+        """Whether the chunks carry labels at all."""
+        return self._has_property("label")
+
+    def _has_property(self, name: str) -> bool:
+        """Whether the chunks collection has property `name`: an index from before labels (or
+        before parents were named, `parent_group_id`) has no such property, and asking for it in
+        a search would fail. An ingest by another process may add it: an absence is looked at
+        again after a while."""
         import time
 
-        seen = self._label_property_seen
+        seen = self._properties_seen.get(name)
         now = time.monotonic()
         if seen is not None and (seen[1] or now - seen[0] < LABEL_PROPERTY_RECHECK_SECONDS):
             return seen[1]
-        present = self.exists() and any(prop.name == "label" for prop in self.chunks.config.get().properties)
-        self._label_property_seen = (now, present)
+        present = self.exists() and any(prop.name == name for prop in self.chunks.config.get().properties)
+        self._properties_seen[name] = (now, present)
         return present
 
     def _search_fields(self) -> list[str]:
-        return [*SEARCH_FIELDS, "label"] if self._has_label_property() else list(SEARCH_FIELDS)
+        """What a read asks for: SEARCH_FIELDS the collection has, and `label` when it has one. A
+        record read without `parent_group_id` gets "" (no parent intro) until the next ingest
+        writes it again."""
+        fields = [name for name in SEARCH_FIELDS if name != "parent_group_id" or self._has_property(name)]
+        return [*fields, "label"] if self._has_label_property() else fields
 
     def _read_filter(self, content_kind: str | None = None):
         """The filter of a search: the content kind asked for, within `labels`."""

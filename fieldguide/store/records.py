@@ -17,23 +17,22 @@ TERM_STATS_UUID = "00000000-0000-5000-8000-000000000002"
 PROFILE_PROPERTIES = ("calibration", "query_prompt", "passage_prompt", "term_stats", "ingest_stamp")
 FILE_NAMESPACE = uuidlib.UUID("0f6b9a51-7c2e-5d4f-9a3b-1e2d3c4b5a69")
 LABEL_NAMESPACE = uuidlib.UUID("3c1f0e7a-2b9d-5e84-a6c1-7d5e4f3a2b10")
-# How long a store that found no `label` property on its collection (an index from before labels)
-# trusts that: a labelled ingest by another process adds it.
+# How long a store that found no `label` (or `parent_group_id`) property on its collection (an
+# index from before labels, or before parents were named) trusts that: an ingest by another
+# process adds it.
 LABEL_PROPERTY_RECHECK_SECONDS = 30.0
 
 # chunk record fields (ingest.chunk.RECORD_FIELDS; docs/architecture.md) and how Weaviate stores them
 TEXT_FIELDS_FILTERED = ("chunk_id", "group_id", "chunk_type", "content_kind", "source")
 INT_FIELDS = ("part_index", "part_count", "line_start", "line_end", "token_count")
-# How many same-named sections of one file `section_intros` looks through.
-INTRO_OCCURRENCES = 4
 CHUNK_FIELDS = (
     "chunk_id", "group_id", "part_index", "part_count", "chunk_type", "content_kind", "source",
     "line_start", "line_end", "heading_path", "text", "embed_text", "token_count", "images",
-    "reading", "page_title",
+    "reading", "page_title", "parent_group_id",
 )
 # Chunk properties added after the first release: a collection made before them gets them added
 # (its chunks are written again anyway, since the chunker version changed with them).
-ADDED_CHUNK_FIELDS = ("reading", "page_title")
+ADDED_CHUNK_FIELDS = ("reading", "page_title", "parent_group_id")
 # What a search returns of each chunk: `embed_text` (the breadcrumb and the text again, what was
 # embedded) is not read after the search, and leaving it out halves what each query carries back.
 SEARCH_FIELDS = tuple(name for name in CHUNK_FIELDS if name != "embed_text")
@@ -119,6 +118,8 @@ def _record(properties: dict, fields: tuple[str, ...] = CHUNK_FIELDS) -> dict:
     if "reading" in fields:  # a record written without one reads as its text
         record["reading"] = _reading(properties)
         record["page_title"] = properties.get("page_title") or ""
+    if "parent_group_id" in fields:  # written before parents were named: none (see `reassembly_parts`)
+        record["parent_group_id"] = properties.get("parent_group_id") or ""
     return record
 
 

@@ -33,6 +33,10 @@ class SchemaMixin:
             return Property(name=name, data_type=DataType.INT, index_filterable=filterable,
                             index_range_filters=False, skip_vectorization=True)
 
+        # made the same whether the collection is new or an older one gets them added
+        added_chunk = {"reading": text("reading", searchable=True, filterable=False),
+                       "page_title": text("page_title", searchable=True, filterable=False),
+                       "parent_group_id": text("parent_group_id", filterable=False)}
         no_vectors = Configure.Vectors.self_provided(
             vector_index_config=Configure.VectorIndex.flat(distance_metric=VectorDistances.COSINE))
         if not self.client.collections.exists(self.name):
@@ -59,14 +63,12 @@ class SchemaMixin:
                     integer("token_count"),
                     text("images", array=True, filterable=False),
                     text("label"),
-                    text("reading", searchable=True, filterable=False),
-                    text("page_title", searchable=True, filterable=False),
+                    *(added_chunk[name] for name in ADDED_CHUNK_FIELDS),
                 ],
             )
         else:
-            self._add_missing(self.name, [text("label"), *(text(name, searchable=True, filterable=False)
-                                                          for name in ADDED_CHUNK_FIELDS)])
-        self._label_property_seen = (0.0, True)
+            self._add_missing(self.name, [text("label"), *(added_chunk[name] for name in ADDED_CHUNK_FIELDS)])
+        self._properties_seen = {name: (0.0, True) for name in ("label", *ADDED_CHUNK_FIELDS)}
         added = [text("embedding_backend"), text("label"), text("docs_dialect"),
                  *(text(name, filterable=False) for name in PROFILE_PROPERTIES)]
         if not self.client.collections.exists(self.manifest_name):
@@ -96,7 +98,7 @@ class SchemaMixin:
     @writing
     def drop(self) -> None:
         self._seen_collection = False
-        self._label_property_seen = None
+        self._properties_seen = {}
         for name in (self.name, self.manifest_name, self.files_name):
             if self.client.collections.exists(name):
                 self.client.collections.delete(name)

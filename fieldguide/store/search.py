@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from fieldguide.store.failover import on_a_node
-from fieldguide.store.records import INTRO_OCCURRENCES, SEARCH_FIELDS, _as_list, _record
+from fieldguide.store.records import SEARCH_FIELDS, _as_list, _record
 
 # Searches of one question sent together (`ChunkStore.searches`) wait on each other's round trip
 # in these threads instead of one after another; the caller's own thread sends the first.
@@ -33,7 +33,7 @@ class SearchMixin:
         chunks of those doc sets ("" stands for the unnamed set)."""
         if not self.exists():
             return
-        fields = [*SEARCH_FIELDS, "label"] if self._has_label_property() else list(SEARCH_FIELDS)
+        fields = self._search_fields()
         wanted = set(labels) if labels is not None else None
         for obj in self.chunks.iterator(return_properties=fields):
             record = _record(obj.properties, SEARCH_FIELDS)
@@ -124,39 +124,21 @@ class SearchMixin:
             concurrent.futures.wait(pending)
         return [first, *(future.result() for future in pending)]
 
-    # The query graph asks for both at once (`reassembly_parts`); these one-sided forms serve
-    # callers that want only one of them.
-    def group_parts(self, group_id: str) -> list[dict]:
-        """Every part of a split section, ordered by part_index."""
-        return self.reassembly_parts([group_id], [])[0][group_id]
-
-    def section_intros(self, sections: Sequence[tuple[str, Sequence[str], int | None]]) -> list[dict | None]:
-        """For each (source, heading_path, before_line): that section's first part, its own body.
-
-        A section's group id derives from its source, heading path and occurrence
-        (`ingest.chunk.make_group_id`), so the first few occurrences are asked for by id and
-        the one nearest above `before_line` is taken (a parent starts above its child). None
-        where the section has no body of its own (a heading followed directly by a child
-        heading, which then opens the child's chunk).
-        """
-        return self.reassembly_parts([], sections)[1]
-
     @on_a_node
-    def reassembly_parts(self, group_ids: Sequence[str], sections: Sequence[tuple]
+    def reassembly_parts(self, group_ids: Sequence[str], parent_group_ids: Sequence[str] = ()
                          ) -> tuple[dict[str, list[dict]], list[dict | None]]:
-        """Every part of each section in `group_ids` (ordered by part_index) and
-        `section_intros(sections)`, in one round trip. A section is (source, heading_path,
-        before_line) or, for a labelled doc set's, (source, heading_path, before_line, label)."""
+        """Every part of each section in `group_ids` (ordered by part_index), and for each of
+        `parent_group_ids` (a subsection's `parent_group_id`, named at ingest) that section's
+        first part, its own intro (None where it is not stored), in one round trip.
+
+        A record from an index written before parents were named has an empty
+        `parent_group_id` and gets no intro: the next ingest chunks every file again anyway
+        (the chunker version changed with the field)."""
         from weaviate.classes.query import Filter
 
-        from ingest.chunk import make_group_id
-
         found: dict[str, list[dict]] = {gid: [] for gid in group_ids}
-        candidates = [[make_group_id(section[0], list(section[1]), n, section[3] if len(section) > 3 else None)
-                       for n in range(INTRO_OCCURRENCES)] for section in sections]
-        intro_ids = list(dict.fromkeys(g for ids in candidates for g in ids))
         firsts: dict[str, dict] = {}
-        wanted = list(dict.fromkeys([*found, *intro_ids]))
+        wanted = list(dict.fromkeys(g for g in [*found, *parent_group_ids] if g))
         if wanted and self.exists():
             response = self.chunks.query.fetch_objects(
                 filters=Filter.by_property("group_id").contains_any(wanted), limit=10000,
@@ -168,12 +150,7 @@ class SearchMixin:
                     firsts[record["group_id"]] = record
             for parts in found.values():
                 parts.sort(key=lambda r: r["part_index"])
-        intros = []
-        for (_, _, before_line, *_), ids in zip(sections, candidates):
-            matches = [firsts[g] for g in ids if g in firsts
-                       and (before_line is None or firsts[g]["line_start"] <= before_line)]
-            intros.append(max(matches, key=lambda r: r["line_start"], default=None))
-        return found, intros
+        return found, [firsts.get(gid) if gid else None for gid in parent_group_ids]
 
     @on_a_node
     def unsearchable_reason(self, dimension: int) -> str | None:

@@ -224,3 +224,23 @@ def test_two_process_output_is_the_one_process_output(tmp_path, monkeypatch, cap
     assert alone.out.count("\n") > 20
     assert shared.out == alone.out
     assert "zz-bad.md" in shared.err and shared.err.count("warning:") == alone.err.count("warning:")
+
+
+def test_each_chunk_names_the_chunk_holding_its_parents_own_text(chunker):
+    """`parent_group_id` follows the heading tree, not the heading names: a file that repeats a
+    heading gives each child its own parent, and a parent with no text of its own (a bare title
+    opening its first child's chunk) gives none rather than a same-named section above."""
+    body = " ".join(f"word{i}" for i in range(80))
+    text = (f"# Guide\n\nAbout the guide.\n\n## Setup\n\nFirst setup intro.\n\n### Step\n\n{body}\n\n"
+            f"## Setup\n\n### Step\n\n{body}\n\n## Other\n\nOther intro.\n\n### Step\n\n{body}\n")
+    chunks = chunker.chunk_text(text, "repeat.md")
+    named = [(c.heading_path, c.text.splitlines()[0], c.parent_group_id) for c in chunks]
+    guide, setup, first_step, bare_step, other, other_step = chunks
+    assert [c.chunk_type for c in chunks] == ["section", "subsection", "subsection", "subsection", "subsection",
+                                              "subsection"], named
+    assert guide.parent_group_id == ""
+    assert setup.parent_group_id == guide.group_id and other.parent_group_id == guide.group_id
+    assert first_step.parent_group_id == setup.group_id
+    assert bare_step.text.startswith("## Setup") and bare_step.parent_group_id == ""
+    assert other_step.parent_group_id == other.group_id
+    assert all(c.to_record()["parent_group_id"] == c.parent_group_id for c in chunks)

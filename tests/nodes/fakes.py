@@ -29,14 +29,14 @@ class FakeEmbeddings:
 
 
 def record(chunk_id, text, *, source="guide.md", heading_path=("Guide",), group_id=None, part_index=1,
-           part_count=1, content_kind="prose", chunk_type="section", images=(), token_count=None):
+           part_count=1, content_kind="prose", chunk_type="section", images=(), token_count=None, parent_group_id=""):
     return {
         "chunk_id": chunk_id, "group_id": group_id or chunk_id, "part_index": part_index,
         "part_count": part_count, "chunk_type": chunk_type, "content_kind": content_kind,
         "source": source, "line_start": 1, "line_end": 2, "heading_path": list(heading_path),
         "text": text, "embed_text": " > ".join(heading_path) + "\n" + text,
         "token_count": token_count if token_count is not None else len(text.split()),
-        "images": list(images),
+        "images": list(images), "parent_group_id": parent_group_id,
     }
 
 
@@ -82,21 +82,12 @@ class FakeStore:
     def term_stats_text(self):
         return None  # like an index built before term statistics: the candidates stand in
 
-    def group_parts(self, group_id):
-        self.calls.append(("group_parts", group_id))
-        return sorted((dict(r) for r in self.records if r["group_id"] == group_id), key=lambda r: r["part_index"])
-
-    def section_intros(self, sections):
-        self.calls.append(("section_intros", len(sections)))
-        found = []
-        for source, heading_path, before_line, *_ in sections:
-            matches = [r for r in self.records if r["source"] == source and r["heading_path"] == list(heading_path)
-                       and r["part_index"] == 1 and (before_line is None or r["line_start"] <= before_line)]
-            found.append(dict(max(matches, key=lambda r: r["line_start"])) if matches else None)
-        return found
-
-    def reassembly_parts(self, group_ids, sections):
-        return {gid: self.group_parts(gid) for gid in group_ids}, (self.section_intros(sections) if sections else [])
+    def reassembly_parts(self, group_ids, parent_group_ids=()):
+        self.calls.append(("reassembly_parts", list(group_ids), list(parent_group_ids)))
+        parts = {gid: sorted((dict(r) for r in self.records if r["group_id"] == gid), key=lambda r: r["part_index"])
+                 for gid in group_ids}
+        firsts = {r["group_id"]: r for r in self.records if r["part_index"] == 1}
+        return parts, [dict(firsts[gid]) if gid in firsts else None for gid in parent_group_ids]
 
     def ready(self):
         return True

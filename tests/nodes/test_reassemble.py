@@ -20,7 +20,7 @@ def test_a_split_section_comes_back_whole_and_in_order():
     assert update["gaps"] == []
     # Only the hit was scored; its siblings say so with null scores.
     assert [b["rerank_score"] for b in update["context"]] == [None, 0.8, None]
-    assert ("group_parts", "g") in resources.store.calls
+    assert ("reassembly_parts", ["g"], []) in resources.store.calls
 
 
 def test_unsplit_chunks_are_not_fetched_again():
@@ -63,14 +63,10 @@ def test_overlap_between_neighbour_parts_is_trimmed():
 
 
 def intro_fetcher(records):
-    """section_intros over in-memory records (first part, nearest occurrence above the child)."""
-    def fetch(sections):
-        found = []
-        for source, path, before_line, *_ in sections:
-            matches = [r for r in records if r["source"] == source and r["heading_path"] == list(path)
-                       and r["part_index"] == 1 and (before_line is None or r["line_start"] <= before_line)]
-            found.append(max(matches, key=lambda r: r["line_start"]) if matches else None)
-        return found
+    """Parent intros over in-memory records: each parent group id's first part (None if absent)."""
+    def fetch(parent_group_ids):
+        firsts = {r["group_id"]: r for r in records if r["part_index"] == 1}
+        return [firsts.get(gid) for gid in parent_group_ids]
     return fetch
 
 
@@ -78,7 +74,7 @@ def family():
     parent = record("p", "Open Settings and click Show advanced settings.", heading_path=("Settings",),
                     token_count=10)
     child = record("c", "The budget ID is shown here.", heading_path=("Settings", "Budget ID"),
-                   chunk_type="subsection", token_count=10)
+                   chunk_type="subsection", token_count=10, parent_group_id="p")
     return parent, dict(child, line_start=5, line_end=8)
 
 
@@ -103,22 +99,28 @@ def test_no_parent_intro_when_it_does_not_fit_or_is_switched_off_or_already_ther
 def test_parent_intros_go_shortest_first_within_the_budget():
     long_parent = record("lp", "long " * 20, source="a.md", heading_path=("A",), token_count=20)
     long_child = dict(record("lc", "a child", source="a.md", heading_path=("A", "Sub"),
-                             chunk_type="subsection", token_count=10), line_start=30)
+                             chunk_type="subsection", token_count=10, parent_group_id="lp"), line_start=30)
     short_parent = record("sp", "short", source="b.md", heading_path=("B",), token_count=5)
     short_child = dict(record("sc", "b child", source="b.md", heading_path=("B", "Sub"),
-                              chunk_type="subsection", token_count=10), line_start=30)
+                              chunk_type="subsection", token_count=10, parent_group_id="sp"), line_start=30)
     fetch = intro_fetcher([long_parent, long_child, short_parent, short_child])
     context, _ = assemble([hit(long_child), hit(short_child)], [], 40, parts_of([]), fetch)
     assert [b["chunk_id"] for b in context] == ["lc", "sp", "sc"]
 
 
-def test_the_parent_occurrence_nearest_above_the_child_is_taken():
+def test_same_named_parents_in_one_file_each_give_their_own_child_its_intro():
     first = dict(record("p1", "first", heading_path=("Setup",), token_count=5), line_start=1)
     second = dict(record("p2", "second", heading_path=("Setup",), token_count=5), line_start=20)
-    child = dict(record("c", "child", heading_path=("Setup", "Step"), chunk_type="subsection",
-                        token_count=5), line_start=25)
-    context, _ = assemble([hit(child)], [], 100, parts_of([]), intro_fetcher([first, second, child]))
-    assert [b["chunk_id"] for b in context] == ["p2", "c"]
+    early = dict(record("c1", "early child", heading_path=("Setup", "Step"), chunk_type="subsection",
+                        token_count=5, parent_group_id="p1"), line_start=5)
+    late = dict(record("c2", "late child", heading_path=("Setup", "Step"), chunk_type="subsection",
+                       token_count=5, parent_group_id="p2"), line_start=25)
+    fetch = intro_fetcher([first, second, early, late])
+    assert [b["chunk_id"] for b in assemble([hit(late)], [], 100, parts_of([]), fetch)[0]] == ["p2", "c2"]
+    assert [b["chunk_id"] for b in assemble([hit(early)], [], 100, parts_of([]), fetch)[0]] == ["p1", "c1"]
+    # a record from an index written before parents were named: no intro, never a guess
+    unnamed = dict(late, parent_group_id="")
+    assert [b["chunk_id"] for b in assemble([hit(unnamed)], [], 100, parts_of([]), fetch)[0]] == ["c2"]
 
 
 def test_the_node_fetches_parent_intros_only_when_asked():
@@ -126,7 +128,7 @@ def test_the_node_fetches_parent_intros_only_when_asked():
     resources = make_resources([parent, child])
     update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=True))
     assert [b["chunk_id"] for b in update["context"]] == ["p", "c"]
-    assert ("section_intros", 1) in resources.store.calls
+    assert ("reassembly_parts", [], ["p"]) in resources.store.calls
     resources = make_resources([parent, child])
     update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=False))
     assert [b["chunk_id"] for b in update["context"]] == ["c"] and resources.store.calls == []

@@ -107,7 +107,7 @@ def test_split_section_parts_come_back_in_order(tmp_path, weaviate_settings, emb
     assert split, "the corpus must contain a section long enough to be split"
     _ingest(docs, weaviate_settings, embeddings)
     with open_store(weaviate_settings) as store:
-        parts = store.group_parts(split[0].group_id)
+        parts = store.reassembly_parts([split[0].group_id])[0][split[0].group_id]
     assert [p["part_index"] for p in parts] == list(range(1, split[0].part_count + 1))
     assert [p["chunk_id"] for p in parts] == [c.chunk_id for c in sorted(split, key=lambda c: c.part_index)
                                              if c.group_id == split[0].group_id]

@@ -55,7 +55,8 @@ def test_results_carry_every_record_field_but_the_embedded_text(filled_store):
     assert result["similarity"] == pytest.approx(1.0, abs=1e-5)
     # a record written without a reading (the dialect pass's text) reads as its own text
     assert {k: v for k, v in result.items() if k != "similarity"} == {
-        **{k: v for k, v in records[4].items() if k != "embed_text"}, "reading": records[4]["text"], "page_title": ""}
+        **{k: v for k, v in records[4].items() if k != "embed_text"}, "reading": records[4]["text"], "page_title": "",
+        "parent_group_id": ""}
 
 
 def test_content_kind_filter(filled_store):
@@ -97,27 +98,33 @@ def test_searches_sent_together_raise_after_every_search_has_ended(filled_store)
 
 def test_group_parts_in_part_order(filled_store):
     store, _, _ = filled_store
-    assert [p["chunk_id"] for p in store.group_parts("g")] == ["c0", "c1", "c2"]
-    assert store.group_parts("missing") == []
+    parts, intros = store.reassembly_parts(["g", "missing"])
+    assert [p["chunk_id"] for p in parts["g"]] == ["c0", "c1", "c2"]
+    assert parts["missing"] == [] and intros == []
 
 
-def test_section_intros_find_the_parent_body_nearest_above(filled_store):
+def test_parent_intros_are_the_stored_parents_first_parts(filled_store):
+    """Two same-named parent sections in one file: each child names its own parent at ingest
+    (`parent_group_id`), and its intro is that parent's first part."""
     from ingest.chunk import make_group_id
 
     store, records, _ = filled_store
     top = [make_group_id("page0.md", ["Top"], n) for n in range(2)]
-    child = make_group_id("page0.md", ["Top", "H0"], 0)
-    rows = [("p1", top[0], 1, 1, 1, ["Top"]), ("p2a", top[1], 1, 2, 20, ["Top"]),
-            ("p2b", top[1], 2, 2, 23, ["Top"]), ("c", child, 1, 1, 5, ["Top", "H0"])]
+    child = [make_group_id("page0.md", ["Top", "H0"], n) for n in range(2)]
+    rows = [("p1", top[0], 1, 1, 1, ["Top"], ""), ("c1", child[0], 1, 1, 5, ["Top", "H0"], top[0]),
+            ("p2a", top[1], 1, 2, 20, ["Top"], ""), ("p2b", top[1], 2, 2, 23, ["Top"], ""),
+            ("c2", child[1], 1, 1, 25, ["Top", "H0"], top[1])]
     sections = [dict(records[3], chunk_id=cid, group_id=gid, part_index=index, part_count=count, source="page0.md",
-                     heading_path=path, line_start=line, line_end=line + 2, embed_text="Top")
-                for cid, gid, index, count, line, path in rows]
+                     heading_path=path, line_start=line, line_end=line + 2, embed_text="Top", parent_group_id=parent)
+                for cid, gid, index, count, line, path, parent in rows]
     store.insert_chunks(sections, np.ones((len(rows), DIM), dtype=np.float32))
-    found = store.section_intros([("page0.md", ["Top"], 25), ("page0.md", ["Top"], 10), ("page0.md", ["Top"], 0),
-                                  ("page1.md", ["Top"], None), ("page0.md", ["Top", "H0"], None)])
-    assert [f and f["chunk_id"] for f in found] == ["p2a", "p1", None, None, "c"]
+    stored = {r["chunk_id"]: r for parts in store.reassembly_parts(child)[0].values() for r in parts}
+    assert stored["c1"]["parent_group_id"] == top[0] and stored["c2"]["parent_group_id"] == top[1]
+    _, found = store.reassembly_parts([], [stored["c2"]["parent_group_id"], stored["c1"]["parent_group_id"],
+                                           "", "missing", child[0]])
+    assert [f and f["chunk_id"] for f in found] == ["p2a", "p1", None, None, "c1"]
     assert found[0]["text"] == records[3]["text"] and found[0]["heading_path"] == ["Top"]
-    assert store.section_intros([]) == []
+    assert store.reassembly_parts([], []) == ({}, [])
 
 
 def test_reassembly_parts_answers_both_questions_in_one_call(filled_store):
@@ -131,11 +138,11 @@ def test_reassembly_parts_answers_both_questions_in_one_call(filled_store):
     store.insert_chunks([dict(records[0], chunk_id=cid, group_id=gid, part_index=index, part_count=count,
                               source="page9.md", heading_path=path, line_start=line, line_end=line + 2)
                          for cid, gid, index, count, line, path in rows], np.ones((len(rows), DIM), dtype=np.float32))
-    wanted = [("page9.md", ["Guide"], 5), ("page9.md", ["Nowhere"], 5)]
+    wanted = [parent, make_group_id("page9.md", ["Nowhere"], 0)]
     parts, intros = store.reassembly_parts([split, "missing"], wanted)
     assert [p["chunk_id"] for p in parts[split]] == ["g9s1", "g9s2"] and parts["missing"] == []
     assert [i and i["chunk_id"] for i in intros] == ["g9p", None]
-    assert parts[split] == store.group_parts(split) and intros == store.section_intros(wanted)
+    assert parts[split] == store.reassembly_parts([split])[0][split] and intros == store.reassembly_parts([], wanted)[1]
 
 
 def test_hybrid_finds_exact_words_and_reports_cosine(filled_store):
@@ -181,3 +188,31 @@ def test_a_store_whose_vector_search_finds_nothing_is_not_ready(filled_store, we
             patch.setattr("fieldguide.embedding.embedding_model_id", lambda _settings: "test-model")
             assert store_readiness(settings)() == reason
         bare.drop()
+
+
+def test_an_index_from_before_parents_were_named_reads_with_no_parent_intro(weaviate_settings, monkeypatch):
+    """A collection made without `parent_group_id` answers searches (its records name no parent,
+    so reassembly adds no intro) until an ingest adds the property."""
+    import fieldguide.store.schema as schema
+    from fieldguide.store import open_store
+
+    record = dict(_records(1)[0], chunk_type="subsection")
+    with open_store(weaviate_settings) as store:
+        monkeypatch.setattr(schema, "ADDED_CHUNK_FIELDS", ("reading", "page_title"))
+        store.ensure_collections()
+        store.set_manifest("test-model", DIM, "1", "onnx-none")
+        monkeypatch.undo()
+        store._properties_seen.clear()  # as a store opened on that index finds it
+        assert "parent_group_id" not in {p.name for p in store.chunks.config.get().properties}
+        from weaviate.classes.data import DataObject
+
+        from ingest.chunk import chunk_uuid
+
+        vector = np.ones(DIM, dtype=np.float32)
+        store.chunks.data.insert_many([DataObject(properties=record, uuid=chunk_uuid(record["chunk_id"]),
+                                                  vector=vector.tolist())])  # as the older release wrote it
+        assert store.near_vector(vector, k=1)[0]["parent_group_id"] == ""
+        assert store.reassembly_parts([record["group_id"]], ["anything"])[1] == [None]
+        store.ensure_collections()  # what the next ingest does first
+        assert "parent_group_id" in {p.name for p in store.chunks.config.get().properties}
+        assert store.near_vector(vector, k=1)[0]["parent_group_id"] == ""
