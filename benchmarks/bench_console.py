@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx  # noqa: E402
 
-from fieldguide.testing.receivers import WebhookReceiver, wait_for  # noqa: E402
-from fieldguide.testing.serving import make_app, serve  # noqa: E402
+from fieldguide_testing.receivers import WebhookReceiver, wait_for  # noqa: E402
+from fieldguide_testing.serving import make_app, serve  # noqa: E402
 
 TOKEN = "benchmark-console-token-0123456789"
 SECRET = "benchmark-secret"

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_durable.py [restarts] [post] [replicas] [soak] [cluster] [--json]
 
-Every service here is a real process (`fieldguide.testing.scripted_server`: the service over a
+Every service here is a real process (`fieldguide_testing.scripted_server`: the service over a
 scripted graph, so figures measure the service and its state, not a model) on loopback;
 Redis and Postgres are Debian's, started on free ports; the cluster is three weaviate-server
 processes. With no section named, all run.
@@ -46,7 +46,7 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 from bench_service import bench_post, soak  # noqa: E402  (the same measurements as the service benchmark)
 
-from fieldguide.testing.scripted_server import ServiceProcess, scripted_answer  # noqa: E402
+from fieldguide_testing.scripted_server import ServiceProcess, scripted_answer  # noqa: E402
 
 
 def sqlite_env(folder: str) -> dict:
@@ -161,7 +161,7 @@ async def converse_through(bases: list[str], clients: int, seconds: float) -> tu
 
 
 def bench_replicas(clients: int, seconds: float, words: int, delay: float) -> dict:
-    from fieldguide.testing.local_servers import LocalPostgres, LocalRedis
+    from fieldguide_testing.local_servers import LocalPostgres, LocalRedis
 
     redis, postgres = LocalRedis().start(), LocalPostgres().start()
     figures = {}

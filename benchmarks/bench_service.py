@@ -56,7 +56,7 @@ def serve_child(args) -> None:
         ingest_folder(settings.docs_dir, settings, progress=False)
         app = create_app(settings)
     else:
-        from fieldguide.testing.scripted_graph import build_scripted_graph
+        from fieldguide_testing.scripted_graph import build_scripted_graph
 
         answer = scripted_answer(args.words)
         app = create_app(settings, lambda checkpointer=None: build_scripted_graph(
@@ -193,7 +193,7 @@ async def bench_post(base: str, clients: int, per_client: int) -> dict:
 
 async def generator_rate(token_delay: float, words: int, runs: int) -> float:
     """Milliseconds per token of the scripted graph streamed in process (no HTTP)."""
-    from fieldguide.testing.scripted_graph import build_scripted_graph
+    from fieldguide_testing.scripted_graph import build_scripted_graph
 
     graph = build_scripted_graph(answer=scripted_answer(words), token_delay=token_delay)
     per_token = []

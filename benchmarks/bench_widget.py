@@ -62,8 +62,8 @@ def main() -> int:
     from fieldguide.service.assets import WEB_DIR, vendor_path
     from fieldguide.service.widget import widget_script
     from fieldguide.settings import Settings
-    from fieldguide.testing.docs_site import docs_site
-    from fieldguide.testing.serving import free_port, make_app, serve
+    from fieldguide_testing.docs_site import docs_site
+    from fieldguide_testing.serving import free_port, make_app, serve
 
     service_port, site_port = free_port(), free_port()
     service = f"http://127.0.0.1:{service_port}"

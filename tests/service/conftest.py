@@ -9,8 +9,8 @@ import uuid
 import httpx
 import pytest
 
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import fresh_sqlite_url, make_app, serve
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import fresh_sqlite_url, make_app, serve
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def _needs(what: str, error: Exception):
 @pytest.fixture(scope="session")
 def redis_server():
     """Debian's redis-server on a free loopback port for the whole run (fail under CI, else skip)."""
-    from fieldguide.testing.local_servers import LocalRedis
+    from fieldguide_testing.local_servers import LocalRedis
 
     try:
         server = LocalRedis().start()
@@ -65,7 +65,7 @@ def redis_server():
 @pytest.fixture(scope="session")
 def postgres_server():
     """Debian's Postgres, a cluster of its own on a free loopback port (fail under CI, else skip)."""
-    from fieldguide.testing.local_servers import LocalPostgres
+    from fieldguide_testing.local_servers import LocalPostgres
 
     try:
         server = LocalPostgres().start()

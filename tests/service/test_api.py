@@ -7,8 +7,8 @@ import httpx
 import pytest
 
 from fieldguide.errors import ModelUnavailable, StoreUnavailable
-from fieldguide.testing.scripted_graph import DEFAULT_ANSWER, build_scripted_graph, split_tokens
-from fieldguide.testing.serving import free_port, make_app
+from fieldguide_testing.scripted_graph import DEFAULT_ANSWER, build_scripted_graph, split_tokens
+from fieldguide_testing.serving import free_port, make_app
 from tests.service.sse import iter_sse
 
 
@@ -210,7 +210,7 @@ def test_readyz_is_503_with_the_reason(server_for, client):
 
 def test_readyz_is_503_when_weaviate_is_unreachable(server_for, client):
     from fieldguide.service import create_app
-    from fieldguide.testing.serving import make_settings
+    from fieldguide_testing.serving import make_settings
 
     port = free_port()  # nothing listens there
     settings = make_settings(weaviate_url=f"http://127.0.0.1:{port}", weaviate_grpc_port=free_port())

@@ -7,8 +7,8 @@ import logging
 import httpx
 import pytest
 
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import make_app, serve
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import make_app, serve
 
 JSON = {"content-type": "application/json"}
 MCP = {"content-type": "application/json", "accept": "application/json, text/event-stream"}

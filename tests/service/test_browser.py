@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import make_app, serve
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import make_app, serve
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -13,7 +13,7 @@ import pytest
 
 from fieldguide.errors import FieldguideError
 from fieldguide.service import analytics, console
-from fieldguide.testing.serving import make_app, serve
+from fieldguide_testing.serving import make_app, serve
 
 TOKEN = "console-token-" + "k" * 24
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
-from fieldguide.testing.docs_site import docs_site
-from fieldguide.testing.receivers import WebhookReceiver, wait_for
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import free_port, make_app, serve
+from fieldguide_testing.docs_site import docs_site
+from fieldguide_testing.receivers import WebhookReceiver, wait_for
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import free_port, make_app, serve
 from tests.service.test_browser import CHROMIUM, browser_page  # noqa: F401  (fixture)
 from tests.service.test_console import AUTH, EXPECTED, PERSONAL, TOKEN, seed
 from tests.service.test_widget import ask_in_widget

@@ -12,8 +12,8 @@ from pydantic import SecretStr
 
 from fieldguide.freshness import index_version, text_digest
 from fieldguide.service import create_app
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import fresh_sqlite_url, serve
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import fresh_sqlite_url, serve
 from tests.conftest import ingested_collection
 from tests.service.test_console import AUTH, TOKEN, midnight
 

@@ -10,8 +10,8 @@ import time
 import httpx
 import pytest
 
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import SAMPLE_DOCS, make_app, serve
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import SAMPLE_DOCS, make_app, serve
 from tests.service.conftest import fresh_database
 from tests.service.sse import iter_sse
 
@@ -44,7 +44,7 @@ def eventually_answers(client, base, within: float = 60.0):
 
 
 def test_redis_down_fails_fast_and_the_service_recovers(postgres_server):
-    from fieldguide.testing.local_servers import LocalRedis
+    from fieldguide_testing.local_servers import LocalRedis
 
     redis = LocalRedis().start()  # a server of its own: it is stopped and started again on its port
     try:
@@ -89,7 +89,7 @@ def test_weaviate_down_fails_fast_and_the_service_recovers(tmp_path, weaviate_bi
     from fieldguide import weaviate_server
     from fieldguide.service import create_app
     from fieldguide.settings import Settings
-    from fieldguide.testing.serving import fresh_sqlite_url
+    from fieldguide_testing.serving import fresh_sqlite_url
 
     server = Settings(data_dir=tmp_path / "weaviate", weaviate_url=None, weaviate_binary=weaviate_binary)
     http_port, grpc_port = weaviate_server.free_port(), weaviate_server.free_port()
@@ -125,7 +125,7 @@ def test_chat_model_down_fails_fast_and_the_service_recovers(weaviate_settings):
 
     from fieldguide.chat import default_gguf_path
     from fieldguide.service import create_app
-    from fieldguide.testing.local_servers import free_port
+    from fieldguide_testing.local_servers import free_port
 
     port = free_port()
     settings = weaviate_settings.model_copy(update={

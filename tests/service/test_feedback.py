@@ -8,8 +8,8 @@ import time
 import httpx
 
 from fieldguide.gaps import problem_turns
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import make_app, serve
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import make_app, serve
 from tests.service.sse import read_stream_events as read
 
 

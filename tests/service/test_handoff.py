@@ -15,9 +15,9 @@ from fieldguide.errors import FieldguideError
 from fieldguide.service import handoff
 from fieldguide.service.state.outbox import MemoryOutbox, SqliteOutbox
 from fieldguide.settings import Settings
-from fieldguide.testing.receivers import SmtpReceiver, WebhookReceiver, wait_for
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import fresh_sqlite_url, make_app, serve
+from fieldguide_testing.receivers import SmtpReceiver, WebhookReceiver, wait_for
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import fresh_sqlite_url, make_app, serve
 from tests.service.sse import read_stream_events as read
 
 SECRET = "handoff-secret-for-tests"

@@ -22,8 +22,8 @@ from mcp import Client, StdioServerParameters
 
 from fieldguide.service import create_app
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
-from fieldguide.testing.docs_site import docs_site
-from fieldguide.testing.serving import SAMPLE_DOCS, free_port, serve
+from fieldguide_testing.docs_site import docs_site
+from fieldguide_testing.serving import SAMPLE_DOCS, free_port, serve
 from tests.conftest import ingested_collection
 from tests.service.test_browser import browser_page  # noqa: F401  (fixture)
 from tests.service.test_widget import ask_in_widget

@@ -7,8 +7,8 @@ import httpx
 import pytest
 from langserve import RemoteRunnable
 
-from fieldguide.testing.scripted_graph import DEFAULT_ANSWER, build_scripted_graph, split_tokens
-from fieldguide.testing.serving import make_app, serve
+from fieldguide_testing.scripted_graph import DEFAULT_ANSWER, build_scripted_graph, split_tokens
+from fieldguide_testing.serving import make_app, serve
 
 
 @pytest.fixture(scope="module")

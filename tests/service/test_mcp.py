@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from fieldguide.testing.scripted_graph import DEFAULT_ANSWER, build_scripted_graph
-from fieldguide.testing.serving import make_app, serve
+from fieldguide_testing.scripted_graph import DEFAULT_ANSWER, build_scripted_graph
+from fieldguide_testing.serving import make_app, serve
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import pytest
 from pydantic import Field
 
 from fieldguide.service import create_app
-from fieldguide.testing.scripted_graph import DEFAULT_ANSWER, ScriptedChatModel, build_scripted_graph
-from fieldguide.testing.serving import make_app, make_settings, serve
+from fieldguide_testing.scripted_graph import DEFAULT_ANSWER, ScriptedChatModel, build_scripted_graph
+from fieldguide_testing.serving import make_app, make_settings, serve
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "nodes"))
 from fakes import make_resources, record  # noqa: E402

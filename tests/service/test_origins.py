@@ -5,7 +5,7 @@ import httpx
 import pytest
 
 from fieldguide.service.origins import parse_origins
-from fieldguide.testing.serving import make_app
+from fieldguide_testing.serving import make_app
 
 DOCS_SITE = "https://docs.example.com"
 

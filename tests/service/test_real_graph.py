@@ -5,7 +5,7 @@ import httpx
 import pytest
 
 from fieldguide.service import create_app
-from fieldguide.testing.serving import SAMPLE_DOCS, serve
+from fieldguide_testing.serving import SAMPLE_DOCS, serve
 from tests.service.sse import iter_sse
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.models]

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from fieldguide.testing.scripted_server import ServiceProcess, scripted_answer
+from fieldguide_testing.scripted_server import ServiceProcess, scripted_answer
 from tests.service.conftest import fresh_database, fresh_redis
 from tests.service.sse import read_events
 

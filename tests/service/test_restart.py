@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from fieldguide.testing.scripted_server import ServiceProcess, scripted_answer
+from fieldguide_testing.scripted_server import ServiceProcess, scripted_answer
 from tests.service.sse import read_events
 
 WORDS = 300
@@ -98,7 +98,7 @@ def test_a_turn_whose_last_event_was_stored_is_not_ended_again(tmp_path):
     ended: after the restart the log is as it was, with no `error` after the `done`; a turn cut
     off before its last event gets exactly one."""
     from fieldguide.service.state import open_state
-    from fieldguide.testing.serving import make_settings
+    from fieldguide_testing.serving import make_settings
 
     settings = make_settings(state_url=f"sqlite:///{tmp_path}/state.sqlite")
     state = open_state(settings)

@@ -6,8 +6,8 @@ import asyncio
 import httpx
 import pytest
 
-from fieldguide.testing.scripted_graph import DEFAULT_ANSWER, build_scripted_graph
-from fieldguide.testing.serving import make_app, serve
+from fieldguide_testing.scripted_graph import DEFAULT_ANSWER, build_scripted_graph
+from fieldguide_testing.serving import make_app, serve
 from tests.service.sse import aiter_sse, iter_sse
 
 

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from fieldguide.testing.serving import SAMPLE_DOCS, fresh_sqlite_url, serve
+from fieldguide_testing.serving import SAMPLE_DOCS, fresh_sqlite_url, serve
 from tests.service.sse import iter_sse
 
 pytestmark = [pytest.mark.weaviate, pytest.mark.models]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
-from fieldguide.testing.docs_site import docs_site
-from fieldguide.testing.serving import free_port, serve
+from fieldguide_testing.docs_site import docs_site
+from fieldguide_testing.serving import free_port, serve
 from tests.service.test_browser import CHROMIUM, browser_page  # noqa: F401  (fixture)
 from tests.service.test_search import indexed  # noqa: F401  (fixture: the labelled index)
 

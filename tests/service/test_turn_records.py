@@ -7,8 +7,8 @@ import httpx
 import pytest
 
 from fieldguide.service.state import open_state
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import make_app, make_settings, serve
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import make_app, make_settings, serve
 from tests.service.sse import read_stream_events as read
 
 

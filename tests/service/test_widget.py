@@ -12,9 +12,9 @@ import pytest
 from fieldguide.service.assets import WEB_DIR, missing_vendor_files
 from fieldguide.service.widget import widget_script
 from fieldguide.settings import Settings
-from fieldguide.testing.docs_site import docs_site
-from fieldguide.testing.scripted_graph import build_scripted_graph
-from fieldguide.testing.serving import free_port, make_app, serve
+from fieldguide_testing.docs_site import docs_site
+from fieldguide_testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.serving import free_port, make_app, serve
 from tests.service.test_browser import CHROMIUM, CITED_ANSWER, HOSTILE_ANSWER, browser_page  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.browser

@@ -164,7 +164,7 @@ def test_serve_without_a_docs_folder_ingests_nothing(weaviate_settings, tmp_path
     from ingest.pipeline import ingest_folder
 
     from fieldguide.store import open_store
-    from fieldguide.testing.local_servers import free_port
+    from fieldguide_testing.local_servers import free_port
 
     docs = write_corpus(tmp_path / "docs")
     env = cli_env(weaviate_settings, tmp_path)

@@ -15,7 +15,7 @@ import uvicorn
 
 from fieldguide.service import create_app
 from fieldguide.settings import Settings
-from fieldguide.testing.scripted_graph import build_scripted_graph
+from fieldguide_testing.scripted_graph import build_scripted_graph
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_docs"
 

@@ -1,6 +1,6 @@
 """The service over the scripted graph, as a process of its own (tests and benchmarks).
 
-    python -m fieldguide.testing.scripted_server --port 8000 [--token-delay 0.01] [--words 200] [--save-delay 0.3]
+    python -m fieldguide_testing.scripted_server --port 8000 [--token-delay 0.01] [--words 200] [--save-delay 0.3]
 
 It reads the same `FIELDGUIDE_*` settings as `fieldguide serve` (the state URL above all),
 needs no models and no Weaviate, and streams a scripted answer: "Turn {turn}: " and then
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from fieldguide.service import create_app
     from fieldguide.settings import get_settings
-    from fieldguide.testing.scripted_graph import build_scripted_graph
+    from fieldguide_testing.scripted_graph import build_scripted_graph
 
     answer = args.answer or scripted_answer(args.words)
 
@@ -86,7 +86,7 @@ def free_port() -> int:
 
 
 class ServiceProcess:
-    """`python -m fieldguide.testing.scripted_server` as a child process on loopback.
+    """`python -m fieldguide_testing.scripted_server` as a child process on loopback.
 
     `start()` waits for /healthz; `kill()` ends it with SIGKILL (a crash: nothing is
     flushed or closed), `stop()` with SIGTERM (a deploy); `start()` again restarts it on
@@ -107,7 +107,7 @@ class ServiceProcess:
     def start(self, timeout: float = 180.0) -> "ServiceProcess":
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "fieldguide.testing.scripted_server", "--port", str(self.port), *self.args],
+            [sys.executable, "-m", "fieldguide_testing.scripted_server", "--port", str(self.port), *self.args],
             env=self.env, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:

@@ -11,7 +11,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from fieldguide.testing.serving import free_port
+from fieldguide_testing.serving import free_port
 
 
 class WebhookReceiver:
