@@ -13,11 +13,12 @@ from pathlib import Path
 
 import uvicorn
 
+import fieldguide
 from fieldguide.service import create_app
 from fieldguide.settings import Settings
 from fieldguide_testing.scripted_graph import build_scripted_graph
 
-SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_docs"
+SAMPLE_DOCS = Path(fieldguide.__file__).resolve().parent / "sample_docs"  # the docs the demo ingests
 
 
 def free_port() -> int:
