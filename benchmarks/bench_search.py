@@ -25,7 +25,6 @@ keystroke-sized query, and the whole question.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -164,30 +163,6 @@ def ingest(docs: Path, settings, embeddings) -> dict:
             "ingest_seconds": round(time.perf_counter() - started, 1)}
 
 
-@contextlib.contextmanager
-def serve(app):
-    """The app on a real uvicorn server on a free loopback port, in a thread: its base URL."""
-    import threading
-
-    import uvicorn
-
-    from fieldguide.weaviate_server import free_port
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        if not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpora", type=Path, nargs="+", help="folders with docs/ and questions.jsonl")
@@ -205,6 +180,7 @@ def main() -> int:
     from fieldguide.embedding import load_embeddings
     from fieldguide.service import create_app
     from fieldguide.settings import Settings
+    from fieldguide_testing.serving import serve  # the app on a real uvicorn server on loopback
 
     base = Settings()
     embeddings = load_embeddings(base)
