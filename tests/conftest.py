@@ -43,10 +43,7 @@ def weaviate_binary():
 
     binary = weaviate_server.find_binary(Settings(weaviate_url=None))
     if binary is None:
-        message = "no weaviate-server binary: run `fieldguide weaviate build` (needs Go) or set FIELDGUIDE_WEAVIATE_URL"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("no weaviate-server binary: run `fieldguide weaviate build` (needs Go) or set FIELDGUIDE_WEAVIATE_URL")
     return binary
 
 
@@ -144,7 +141,7 @@ def torch_stack():
                                              "makes its absence a failure")
 
 
-def _missing(message: str):
+def missing(message: str):
     """Fail under CI (everything the suite needs is installed there), skip elsewhere."""
     if os.environ.get("CI"):
         pytest.fail(message)
@@ -161,13 +158,13 @@ def llama_server(tmp_path_factory):
     from fieldguide.model_server import MODEL_ALIAS, LocalModelServer
 
     if importlib.util.find_spec("starlette_context") is None or importlib.util.find_spec("uvicorn") is None:
-        _missing("llama-cpp-python's server extra is not installed (pip install 'llama-cpp-python[server]')")
+        missing("llama-cpp-python's server extra is not installed (pip install 'llama-cpp-python[server]')")
     try:
         server = LocalModelServer(default_gguf_path(), n_ctx=4096, n_threads=os.cpu_count() or 2,
                                   log_dir=tmp_path_factory.mktemp("llama-server"), ready_timeout=180)
         server.ensure_ready()
     except ModelUnavailable as exc:
-        _missing(str(exc))
+        missing(str(exc))
     try:
         yield {"base_url": server.base_url, "model": MODEL_ALIAS}
     finally:

@@ -22,6 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import missing
+
 pytestmark = [pytest.mark.studio, pytest.mark.weaviate, pytest.mark.models]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,10 +41,7 @@ def langgraph_cli() -> Path:
     if os.environ.get("FIELDGUIDE_STUDIO_TESTS") == "0":
         pytest.skip("FIELDGUIDE_STUDIO_TESTS=0: the studio environment was left out on purpose")
     if not LANGGRAPH.exists():
-        message = f"{LANGGRAPH.relative_to(REPO)} is missing: run scripts/setup-studio.sh"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"{LANGGRAPH.relative_to(REPO)} is missing: run scripts/setup-studio.sh")
     return LANGGRAPH
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import uuid
 
@@ -11,6 +10,7 @@ import pytest
 
 from fieldguide_testing.scripted_graph import build_scripted_graph
 from fieldguide_testing.serving import fresh_sqlite_url, make_app, serve
+from tests.conftest import missing
 
 
 @pytest.fixture
@@ -43,10 +43,7 @@ def client():
 
 
 def _needs(what: str, error: Exception):
-    message = f"{what} is not available ({error}); scripts/setup.sh --test installs it"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    missing(f"{what} is not available ({error}); scripts/setup.sh --test installs it")
 
 
 @pytest.fixture(scope="session")

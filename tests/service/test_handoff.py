@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import time
 
 import httpx
@@ -15,6 +14,7 @@ from fieldguide.errors import FieldguideError
 from fieldguide.service import handoff
 from fieldguide.service.state.outbox import MemoryOutbox, SqliteOutbox
 from fieldguide.settings import Settings
+from tests.conftest import missing
 from fieldguide_testing.receivers import SmtpReceiver, WebhookReceiver, wait_for
 from fieldguide_testing.scripted_graph import build_scripted_graph
 from fieldguide_testing.serving import fresh_sqlite_url, make_app, serve
@@ -30,9 +30,7 @@ def aiosmtpd():
     try:
         import aiosmtpd  # noqa: F401
     except ImportError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"aiosmtpd is not installed ({exc}): pip install -e '.[test]'")
-        pytest.skip(f"aiosmtpd is not installed ({exc}): pip install -e '.[test]'")
+        missing(f"aiosmtpd is not installed ({exc}): pip install -e '.[test]'")
 
 
 def targets(webhook: WebhookReceiver | None = None, smtp: SmtpReceiver | None = None, **extra) -> dict:
