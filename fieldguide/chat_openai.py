@@ -4,8 +4,10 @@ commands that answer nothing do not pay."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from typing import Any, AsyncIterator, Iterator
+from urllib.parse import urlsplit
 
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr
@@ -13,19 +15,19 @@ from pydantic import PrivateAttr
 _DONE = object()
 
 
-def _local_base(base_url: str | None) -> bool:
-    from urllib.parse import urlsplit
-
-    return (urlsplit(base_url or "").hostname or "") in ("127.0.0.1", "localhost", "::1")
-
-
-def _speaks_max_tokens(base_url: str | None) -> bool:
-    """An endpoint other than OpenAI's own: it is sent `max_tokens` too (OpenAI's newer models
-    refuse that name, which the compatible servers read)."""
-    from urllib.parse import urlsplit
-
+@functools.lru_cache(maxsize=16)
+def _length_limit_names(base_url: str | None) -> tuple[str, ...]:
+    """The names an endpoint is sent the answer's length limit under. OpenAI's own API (and
+    Azure's) wants `max_completion_tokens` and refuses `max_tokens` for its newer models; many
+    OpenAI-compatible servers read only `max_tokens` (llama.cpp's Python server among them, and
+    ignoring the limit lets an answer run until the context is full): they get both, the local
+    server on loopback `max_tokens` alone."""
     host = urlsplit(base_url or "").hostname or ""
-    return bool(base_url) and not (host == "api.openai.com" or host.endswith(".openai.azure.com"))
+    if not base_url or host == "api.openai.com" or host.endswith(".openai.azure.com"):
+        return ("max_completion_tokens",)
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return ("max_tokens",)
+    return ("max_completion_tokens", "max_tokens")
 
 
 class LoopSafeChatOpenAI(ChatOpenAI):
@@ -40,14 +42,12 @@ class LoopSafeChatOpenAI(ChatOpenAI):
     """
 
     def _get_request_payload(self, *args, **kwargs) -> dict:
-        # langchain-openai sends the length limit as `max_completion_tokens`, which OpenAI's own
-        # API wants; many OpenAI-compatible servers (llama.cpp's Python server among them) read
-        # only `max_tokens`, and ignoring the limit lets an answer run until the context is full.
+        # langchain-openai sends the length limit as `max_completion_tokens`; see `_length_limit_names`
         payload = super()._get_request_payload(*args, **kwargs)
-        if "max_completion_tokens" in payload and _speaks_max_tokens(self.openai_api_base):
-            payload.setdefault("max_tokens", payload["max_completion_tokens"])
-            if _local_base(self.openai_api_base):
-                del payload["max_completion_tokens"]
+        limit = payload.pop("max_completion_tokens", None)
+        if limit is not None:
+            for name in _length_limit_names(self.openai_api_base):
+                payload.setdefault(name, limit)
         return payload
 
     def _before_call(self) -> None:

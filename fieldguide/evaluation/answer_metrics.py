@@ -29,6 +29,7 @@ import statistics
 
 from fieldguide.evaluation.metrics import normalise
 from fieldguide.headings import heading_labels
+from fieldguide.retrieval import coverage_of  # a line without a verdict (an older run) reads from its abstain
 
 ANSWER_METRICS = ("answer_facts_all", "answer_facts_soft", "context_facts_all", "carry", "grounded_words",
                   "invented", "cited", "bad_citations", "answer_words", "abstain_ok", "false_abstain",
@@ -71,14 +72,6 @@ def turns_of(questions: list[dict]) -> list[dict]:
 def _context_text(answer: dict) -> str:
     return "\n".join(" ".join(heading_labels(b.get("heading_path"))) + "\n" + (b.get("text") or "")
                      for b in answer.get("context") or [])
-
-
-def coverage_of(answer: dict) -> str:
-    """The line's coverage verdict; a line without one (an older run) reads from its abstain."""
-    value = answer.get("coverage")
-    if value in ("covered", "partial", "not_covered"):
-        return value
-    return "not_covered" if answer.get("abstain") else "covered"
 
 
 def _share(values: list[bool]) -> float | None:
