@@ -17,7 +17,11 @@ import re
 from fieldguide.content_words import stem
 from fieldguide.words import words
 
-_NAME = re.compile(r"[^\W\d_][\w'’-]*")
+# A whole word, digits included: "2FA" is one name, not "FA" after a digit.
+_NAME = re.compile(r"(?<![\w'’-])\w[\w'’-]*")
+# Quoted words are a value the reader typed (a tag they made, a file they named: "I made 'Insurance' a
+# child of 'Finance'"): the docs explain what such values do, and never hold the reader's own.
+_QUOTED = re.compile(r"(?<!\w)(['‘\"“])([^'‘’\"“”\n]{1,60})(['’\"”])(?!\w)")
 _OPENS_SENTENCE = frozenset(".?!:;\"“'‘(")
 # Capitalised in English wherever they stand, and naming no thing a product's docs would cover.
 CALENDAR_WORDS = frozenset(
@@ -32,11 +36,16 @@ VALUE_DIGITS = 3
 
 def names_in(question: str) -> list[str]:
     """The words a reader writes as names: capitalised past the start of a sentence, or with two
-    capitals or more anywhere (HIPAA, YubiKey, macOS); never "I", a day or month, nor a value
-    with digits (DOC00042)."""
+    capitals or more anywhere (HIPAA, YubiKey, macOS, 2FA); never "I", a day or month, a value
+    with digits (DOC00042), nor words the reader put in quotes ('Finance')."""
     found = []
+    quoted = [m.span(2) for m in _QUOTED.finditer(question)]
     for match in _NAME.finditer(question):
+        if any(start <= match.start() < end for start, end in quoted):
+            continue
         word = match.group(0).strip("'’-")
+        if not any(c.isalpha() for c in word):  # a number
+            continue
         before = question[:match.start()].rstrip()
         opens_sentence = not before or before[-1] in _OPENS_SENTENCE
         capitals = sum(c.isupper() for c in word)

@@ -146,6 +146,9 @@ class Settings(BaseSettings):
         "marks as screen or ambiguous (no effect on either development corpus with the BM25 scorer: off).")
     parent_intro: Annotated[bool, PerRequest()] = Field(
         True, description="Add a subsection hit's parent section intro (its own first part) when the budget allows.")
+    own_subsections: Annotated[bool, PerRequest()] = Field(
+        True, description="Add the best hit's own subsections from its page, in order, with the context budget left: "
+        "on a reference page each option is a short subsection of the section the question found.")
     dedupe: Annotated[bool, PerRequest()] = Field(
         False, description="Drop a candidate that nearly repeats a better-ranked one's text before the chunk cap.")
     labels: Annotated[str | None, PerRequest(as_type=tuple[str, ...])] = Field(

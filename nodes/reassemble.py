@@ -87,7 +87,7 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
             hits + (state.get("below_cut") or []), state.get("search_results") or [], options.context_token_budget,
             lambda group_id: parts.get(group_id, []),
             (lambda parent_ids: [by_parent.get(gid) for gid in parent_ids]) if wanted else None,
-            options.section_token_budget)
+            options.section_token_budget, resources_for(config).store.page_records if options.own_subsections else None)
     else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
         context = [to_block(hit) for hit in hits]
         gaps = section_gaps(context)
@@ -127,9 +127,10 @@ def dominant_section(hits: list[dict], whole: set[str] | frozenset = frozenset()
 
 
 def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
-             fetch_intros=None, section_budget: int = 0) -> tuple[list[dict], list[dict]]:
+             fetch_intros=None, section_budget: int = 0, page_of=None) -> tuple[list[dict], list[dict]]:
     """Pure reassembly: ranked hits + a part fetcher (+ a parent intro fetcher: parent group
-    ids -> their first parts, None where missing) -> (context blocks, gaps)."""
+    ids -> their first parts, None where missing; + a page reader: source -> its chunks in order)
+    -> (context blocks, gaps)."""
     scored = {c["chunk_id"]: c for c in pool}
     scored.update({h["chunk_id"]: h for h in hits})
     groups: dict[str, list[dict]] = {}  # group id -> all parts, in order (rank order of groups)
@@ -169,7 +170,10 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             chosen[gid].add(index)
             used += token_cost(hit)
             below[gid] = hit
-    # Pass 5: the rest of a dominant split section, within the section budget.
+    # Pass 5: the best hit's own subsections, from its page, in the page's order, while they fit.
+    own = own_subsections(hits, groups, chosen, page_of, budget - used) if page_of else []
+    used += sum(token_cost(record) for record in own)
+    # Pass 6: the rest of a dominant split section, within the section budget.
     whole = {gid for gid, parts in groups.items() if len(chosen[gid]) == len(parts)}
     dominant = dominant_section(hits, whole) if section_budget > budget else None
     if dominant is not None and chosen[dominant]:
@@ -195,7 +199,33 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             previous = part
     for hit in below.values():  # each right after the last block of the section it belongs to
         context.insert(after_section(context, hit), {**to_block(hit), "context_role": "subsection"})
+    if own:  # one run, in the page's order, after the last block of the section they complete
+        at = after_section(context, own[0])
+        context[at:at] = [{**to_block(record), "context_role": "subsection"} for record in own]
     return context, section_gaps(context)
+
+
+def own_subsections(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[str, set[int]], page_of,
+                    room: int) -> list[dict]:
+    """The best hit's subsections that the context does not hold yet, read from its page
+    (`page_of(source)`, the page's chunks in order), in the page's order, up to the first that does
+    not fit in `room`: the section as its page defines it runs through its last subsection, and on
+    a reference page each option is a subsection a few lines long ("### max_retries"), so the hit
+    on the option group alone leaves every option out."""
+    best = next((h for h in hits if not h.get("below_cut")), None)
+    if best is None or room <= 0:
+        return []
+    held = {p["chunk_id"] for gid, parts in groups.items() for p in parts if int(p["part_index"]) in chosen[gid]}
+    taken = []
+    for record in page_of(best["source"], list(best.get("heading_path") or [])):
+        if record["chunk_id"] in held or not under_section(record, best):
+            continue
+        cost = token_cost(record)
+        if cost > room:
+            break
+        taken.append({**record, "similarity": None, "rerank_score": None})
+        room -= cost
+    return taken
 
 
 def _fill_section(parts: list[dict], chosen: set[int], used: int, budget: int) -> int:

@@ -153,6 +153,28 @@ class SearchMixin:
         return found, [firsts.get(gid) if gid else None for gid in parent_group_ids]
 
     @on_a_node
+    def page_records(self, source: str, under: Sequence[str] = ()) -> list[dict]:
+        """The chunks of one page (`source`), within `labels`, in the page's order (line, then part):
+        what a hit section's own subsections are taken from (`nodes.reassemble`). With `under` (a
+        heading path) only chunks whose headings hold every word of it: that section's own, and the
+        few whose other headings share its words (the caller keeps what sits under it), not a
+        thousand-chunk page."""
+        from weaviate.classes.query import Filter
+
+        if not source or not self.exists():
+            return []
+        filters = [Filter.by_property("source").equal(source)]
+        if any(title.strip() for title in under):
+            filters.append(Filter.by_property("heading_path").contains_all([t for t in under if t.strip()]))
+        if (labels := self._labels_filter()) is not None:
+            filters.append(labels)
+        response = self.chunks.query.fetch_objects(
+            filters=filters[0] if len(filters) == 1 else Filter.all_of(filters), limit=10000,
+            return_properties=self._search_fields())
+        records = [_record(obj.properties, SEARCH_FIELDS) for obj in response.objects]
+        return sorted(records, key=lambda r: (int(r.get("line_start") or 0), int(r.get("part_index") or 1)))
+
+    @on_a_node
     def unsearchable_reason(self, dimension: int) -> str | None:
         """None when a vector search finds the stored chunks; else why it cannot.
 

@@ -89,6 +89,12 @@ class FakeStore:
         firsts = {r["group_id"]: r for r in self.records if r["part_index"] == 1}
         return parts, [dict(firsts[gid]) if gid in firsts else None for gid in parent_group_ids]
 
+    def page_records(self, source, under=()):
+        self.calls.append(("page_records", source))
+        return sorted((dict(r) for r in self.records if r["source"] == source
+                       and list(r["heading_path"])[:len(under)] == list(under)),
+                      key=lambda r: (int(r.get("line_start") or 0), int(r.get("part_index") or 1)))
+
     def ready(self):
         return True
 

@@ -27,7 +27,53 @@ def test_unsplit_chunks_are_not_fetched_again():
     single = record("s", "alone")
     resources = make_resources([single])
     reassemble({"cap_results": [hit(single)]}, config_for(resources))
-    assert resources.store.calls == []
+    assert [call for call in resources.store.calls if call[0] == "reassembly_parts"] == []
+
+
+def option_page():
+    """A reference page: an option group and its options, each a few lines, and a neighbour."""
+    return [record("opts", "Options for the password policy.", source="policy.md", heading_path=("Options",),
+                   token_count=5),
+            record("zx", "Strength metering.", source="policy.md", heading_path=("Options", "zxcvbn"),
+                   token_count=5),
+            record("en", "Only one policy applies at a time.", source="policy.md",
+                   heading_path=("Options", "zxcvbn", "enabled"), token_count=8),
+            record("ms", "The minimum score.", source="policy.md", heading_path=("Options", "zxcvbn", "min_score"),
+                   token_count=6),
+            record("std", "The standard policy.", source="policy.md", heading_path=("Options", "standard"),
+                   token_count=5),
+            record("other", "Elsewhere.", source="other.md", heading_path=("Options", "zxcvbn", "enabled"),
+                   token_count=5)]
+
+
+def test_the_best_hit_brings_its_own_subsections_from_its_page_in_order():
+    records = option_page()
+    resources = make_resources(records)
+    best = hit(records[1])
+    update = reassemble({"cap_results": [best, hit(records[4], rerank_score=0.5)], "search_results": [best]},
+                        config_for(resources, context_token_budget=100, parent_intro=False))
+    assert [(b["chunk_id"], b.get("context_role")) for b in update["context"]] == [
+        ("zx", None), ("en", "subsection"), ("ms", "subsection"), ("std", None)]
+    assert ("page_records", "policy.md") in resources.store.calls
+    # only what the budget leaves, up to the first that does not fit: never a later one past a hole
+    update = reassemble({"cap_results": [best], "search_results": [best]},
+                        config_for(resources, context_token_budget=12, parent_intro=False))
+    assert [b["chunk_id"] for b in update["context"]] == ["zx"]
+    update = reassemble({"cap_results": [best], "search_results": [best]},
+                        config_for(resources, context_token_budget=13, parent_intro=False))
+    assert [b["chunk_id"] for b in update["context"]] == ["zx", "en"]
+    # switched off: the hit alone
+    update = reassemble({"cap_results": [best], "search_results": [best]},
+                        config_for(resources, context_token_budget=100, parent_intro=False, own_subsections=False))
+    assert [b["chunk_id"] for b in update["context"]] == ["zx"]
+
+
+def test_a_subsection_already_in_the_context_is_not_added_twice():
+    records = option_page()
+    best, child = hit(records[1]), hit(records[3], rerank_score=0.7)
+    context, _ = assemble([best, child], [], 100, parts_of(records), page_of=make_resources(records).store.page_records)
+    assert [b["chunk_id"] for b in context] == ["zx", "en", "ms"]  # the missing option before the kept one
+    assert len({b["chunk_id"] for b in context}) == len(context)
 
 
 def test_over_budget_keeps_the_parts_nearest_the_hit_and_records_the_gap():
@@ -131,7 +177,8 @@ def test_the_node_fetches_parent_intros_only_when_asked():
     assert ("reassembly_parts", [], ["p"]) in resources.store.calls
     resources = make_resources([parent, child])
     update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=False))
-    assert [b["chunk_id"] for b in update["context"]] == ["c"] and resources.store.calls == []
+    assert [b["chunk_id"] for b in update["context"]] == ["c"]
+    assert [call for call in resources.store.calls if call[0] == "reassembly_parts"] == []
 
 
 def test_subsections_below_the_cut_come_after_their_section_with_the_budget_left():

@@ -208,6 +208,12 @@ def test_names_are_the_words_a_reader_capitalises_past_a_sentence_start_or_twice
     # values the reader typed are no names: the docs show their pattern, never the value itself
     assert names_in("What if my labels say DOC00042 instead, as on INV-2024-17?") == []
     assert names_in("Could it live in an S3 bucket?") == ["S3"]
+    # a word is whole: "2FA" is one name, never "FA" cut after its digit
+    assert names_in("Can users who passed 2FA skip it?") == ["2FA"]
+    # quoted words are the reader's own values (a tag they made), not things the docs would name
+    assert names_in("I made 'Insurance' a child of 'Finance'. Does Paperless keep it?") == ["Paperless"]
+    assert names_in('My tag \u201cTax Returns\u201d vanished from Dropbox') == ["Dropbox"]
+    assert names_in("The client's Nextcloud isn't synced") == ["Nextcloud"]  # apostrophes quote nothing
 
 
 def test_unknown_names_are_the_ones_no_chunk_holds_and_the_conversation_did_not_use():

@@ -103,6 +103,17 @@ def test_group_parts_in_part_order(filled_store):
     assert parts["missing"] == [] and intros == []
 
 
+def test_a_pages_records_come_in_the_pages_order_and_only_its_own(filled_store):
+    store, records, _ = filled_store
+    page = store.page_records("page1.md")
+    assert [r["chunk_id"] for r in page] == ["c1", "c4", "c7", "c10"]  # line order, though inserted reversed
+    assert all(r["source"] == "page1.md" for r in page) and page[0]["text"] == records[1]["text"]
+    assert store.page_records("missing.md") == [] and store.page_records("") == []
+    # under a heading path: the chunks whose headings hold its words, not the whole page
+    assert [r["chunk_id"] for r in store.page_records("page1.md", ["Top", "H4"])] == ["c4"]
+    assert [r["chunk_id"] for r in store.page_records("page1.md", ["Top"])] == ["c1", "c4", "c7", "c10"]
+
+
 def test_parent_intros_are_the_stored_parents_first_parts(filled_store):
     """Two same-named parent sections in one file: each child names its own parent at ingest
     (`parent_group_id`), and its intro is that parent's first part."""
