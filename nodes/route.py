@@ -55,7 +55,9 @@ OPERATIONS_TOPICS = (
 
 SCREEN_CUES: list[tuple[str, float, str]] = [
     (r"\bwhere\b", 2.0, "asks where"),
-    (rf"\bwhich (?:{UI_NOUNS}|one do i|buttons? do i)\b", 2.0, "asks which UI element"),
+    # "which setting", and "which cookie setting", "which profile option": a named control of one part
+    (rf"\bwhich (?:[\w-]+ ){{0,2}}(?:{UI_NOUNS})\b|\bwhich (?:one do i|buttons? do i)\b", 2.0,
+     "asks which UI element"),
     (rf"\b(?:{UI_VERBS})\b", 1.0, "UI action"),
     (rf"\b(?:{UI_NOUNS})\b", 1.0, "names a UI element"),
     # any task after "how do I": asking for steps, which documentation gives on screen

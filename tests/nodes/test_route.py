@@ -78,3 +78,18 @@ def test_operations_questions_lean_conceptual(question):
     _, reasons = wording_margin(question)
     assert any(reason.endswith("conceptual: names an operations topic") for reason in reasons)
     assert classify(question)[0] != "screen"
+
+
+@pytest.mark.parametrize("question", [
+    "Which setting controls how long a session lasts?",
+    "Which cookie setting handles the idle timeout?",
+    "Which notification setting sends one message per batch?",
+])
+def test_asking_which_control_of_a_part_is_asking_which_ui_element(question):
+    _, reasons = wording_margin(question)
+    assert any(reason.endswith("screen: asks which UI element") for reason in reasons)
+
+
+def test_which_without_a_control_after_it_is_no_such_cue():
+    _, reasons = wording_margin("Which of my payees were renamed by the import rules last month?")
+    assert not any(reason.endswith("asks which UI element") for reason in reasons)
