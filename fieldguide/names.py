@@ -39,9 +39,11 @@ def names_in(question: str) -> list[str]:
     capitals or more anywhere (HIPAA, YubiKey, macOS, 2FA); never "I", a day or month, a value
     with digits (DOC00042), nor words the reader put in quotes ('Finance')."""
     found = []
-    quoted = [m.span(2) for m in _QUOTED.finditer(question)]
+    quotes = list(_QUOTED.finditer(question))
+    quoted = [m.span(2) for m in quotes]
+    values = {w for m in quotes for w in _NAME.findall(m.group(2))}  # and the same value named again unquoted
     for match in _NAME.finditer(question):
-        if any(start <= match.start() < end for start, end in quoted):
+        if match.group(0) in values or any(start <= match.start() < end for start, end in quoted):
             continue
         word = match.group(0).strip("'’-")
         if not any(c.isalpha() for c in word):  # a number

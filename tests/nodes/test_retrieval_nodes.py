@@ -211,7 +211,7 @@ def test_names_are_the_words_a_reader_capitalises_past_a_sentence_start_or_twice
     # a word is whole: "2FA" is one name, never "FA" cut after its digit
     assert names_in("Can users who passed 2FA skip it?") == ["2FA"]
     # quoted words are the reader's own values (a tag they made), not things the docs would name
-    assert names_in("I made 'Insurance' a child of 'Finance'. Does Paperless keep it?") == ["Paperless"]
+    assert names_in("I made 'Insurance' a child of 'Finance'. Does Paperless keep Finance?") == ["Paperless"]
     assert names_in('My tag \u201cTax Returns\u201d vanished from Dropbox') == ["Dropbox"]
     assert names_in("The client's Nextcloud isn't synced") == ["Nextcloud"]  # apostrophes quote nothing
 
