@@ -131,13 +131,14 @@ class Settings(BaseSettings):
         3.0, description="Leave out chunks scoring more than this many of the index's margin units (the median "
         "margin of its off-topic probes) below the best one; unset: no window.")
     max_chunks: Annotated[int, PerRequest(ge=1, le=1000, public_limit="public_max_chunks")] = Field(
-        4, description="Most chunks kept after reranking.")
+        4, description="Chunks kept after reranking; up to twice as many while those kept hold under 40 % of "
+        "context_token_budget (small sections of a reference page).")
     context_token_budget: Annotated[
         int, PerRequest(ge=1, le=100_000, public_limit="public_max_context_token_budget")] = Field(
         800, description="Tokens of context after reassembly (embedding tokenizer).")
     section_token_budget: Annotated[
         int, PerRequest(ge=0, le=100_000, public_limit="public_max_context_token_budget")] = Field(
-        2400, description="Tokens a split section that dominates the kept chunks may fill with its own remaining "
+        3600, description="Tokens a split section that dominates the kept chunks may fill with its own remaining "
         "parts once the context budget is spent (0: no more than the context budget).")
     hybrid_alpha: Annotated[float | None, PerRequest(ge=0.0, le=1.0)] = Field(
         None, description="Hybrid (BM25 + vector) search with this alpha; unset: vector search.")

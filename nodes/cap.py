@@ -1,4 +1,4 @@
-"""cap: decide abstention, then a strict minimum, a window below the best score, and a hard maximum.
+"""cap: decide abstention, then a strict minimum, a window below the best score, and a maximum.
 
 Abstention is relative to the question's own candidates: when the best score does not stand
 `abstain_margin` above the median of the best `MARGIN_POOL` sections' scores (`top_margin`,
@@ -6,6 +6,7 @@ each section of the search results once, by its best part), nothing stands out a
 abstains. Otherwise a candidate stays when it scores at least
 `rerank_min` (the strict minimum) and no more than `rank_window` margin units below the best
 (so a fourth chunk far below the first does not take the budget from the first one's parts).
+At most `max_chunks` stay, or up to twice as many while those kept are small (`at_most`).
 `abstain_margin`, `rerank_min` and the margin unit come from the index's calibration
 (`fieldguide.calibration`) unless a request sets them.
 
@@ -43,6 +44,8 @@ from nodes.condense import earlier_questions
 from nodes.reassemble import under_section
 
 NEAREST_SECTIONS = 3
+# Below this share of the context budget the kept chunks are small ones, and the maximum lets more in.
+SMALL_CONTEXT_SHARE = 0.4
 DUPLICATE_OVERLAP = 0.8  # Jaccard of word trigrams; on the dev corpus copies sit at 0.8-1.0, nearly all other pairs below 0.5
 _WORD = re.compile(r"\w+")
 
@@ -95,6 +98,25 @@ def names_the_docs_lack(state: dict, config) -> list[str]:
     term_stats = resources_for(config).term_stats
     return unknown_names(state["question"], term_stats.document_frequency if term_stats else None,
                          " ".join(questions_before(state)))
+
+
+def at_most(kept: list[dict], max_chunks: int, budget: int) -> list[dict]:
+    """The first `max_chunks` of the kept candidates, and more of them (up to twice as many) while
+    those taken hold less than `SMALL_CONTEXT_SHARE` of the context budget. The maximum counts
+    sections of the usual size; on a reference page each option is a section of a few lines
+    ("### max_retries"), and four of them leave most of the budget, and often the option asked
+    about, out (docs/TUNING.md, "Small sections")."""
+    from nodes.reassemble import token_cost
+
+    limit = max(0, max_chunks)
+    taken = kept[:limit]
+    size = sum(token_cost(c) for c in taken)
+    for candidate in kept[limit:2 * limit]:
+        if size >= SMALL_CONTEXT_SHARE * budget:
+            break
+        taken.append(candidate)
+        size += token_cost(candidate)
+    return taken
 
 
 def subsections_below_cut(kept: list[dict], ranked: list[dict], limit: int) -> list[dict]:
@@ -168,7 +190,7 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         reason = "no candidate passed the similarity threshold"
     if options.dedupe:
         kept = drop_near_duplicates(kept)
-    kept = kept[: max(0, options.max_chunks)]
+    kept = at_most(kept, options.max_chunks, options.context_token_budget)
     below = subsections_below_cut(kept, ranked, options.max_chunks) if kept and options.use_reassembly else []
     abstain = not kept
     nearest = nearest_sections(ranked or state.get("search_results") or []) if abstain else []

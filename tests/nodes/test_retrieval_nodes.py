@@ -107,10 +107,26 @@ def test_a_rules_condensed_follow_up_is_scored_lexically_on_its_own_words():
 
 def test_cap_applies_minimum_then_maximum():
     ranked = [dict(cand(x, 0.5), rerank_score=s) for x, s in [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.1)]]
+    # sections of the usual size: their words fill the budget, so the maximum is a hard one
     update = cap({"rerank_results": ranked, "search_results": ranked}, config_for(make_resources([]),
-                                                                                 rerank_min=0.5, max_chunks=2))
+                 rerank_min=0.5, max_chunks=2, context_token_budget=1))
     assert update["stages"]["cap"] == ["a", "b"]
     assert update["abstain"] is False
+
+
+def test_small_sections_let_more_past_the_maximum_up_to_twice_as_many():
+    ranked = [dict(cand(x, 0.5), rerank_score=s, token_count=30)
+              for x, s in [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.65), ("e", 0.6), ("f", 0.1)]]
+    state = {"rerank_results": ranked, "search_results": ranked}
+    # 2 x 30 tokens hold under 40 % of 400: more come in, and stop at twice the maximum
+    roomy = cap(state, config_for(make_resources([]), rerank_min=0.5, max_chunks=2, context_token_budget=400))
+    assert roomy["stages"]["cap"] == ["a", "b", "c", "d"]
+    # until those taken hold 40 % of the budget: 90 tokens of 200
+    assert cap(state, config_for(make_resources([]), rerank_min=0.5, max_chunks=2,
+                                 context_token_budget=200))["stages"]["cap"] == ["a", "b", "c"]
+    # never one under the strict minimum
+    assert "f" not in cap(state, config_for(make_resources([]), rerank_min=0.5, max_chunks=4,
+                                            context_token_budget=4000))["stages"]["cap"]
 
 
 def test_cap_passes_on_the_subsections_of_kept_sections_that_the_cut_left_out_apart():
@@ -119,10 +135,10 @@ def test_cap_passes_on_the_subsections_of_kept_sections_that_the_cut_left_out_ap
               dict(cand("enable", 0.5, heading_path=("Casting", "Enable")), rerank_score=0.4),
               dict(cand("elsewhere", 0.5, heading_path=("Sharing", "Links"), source="other.md"), rerank_score=0.3)]
     update = cap({"rerank_results": ranked, "search_results": ranked},
-                 config_for(make_resources([]), rerank_min=0.5, max_chunks=1))
+                 config_for(make_resources([]), rerank_min=0.5, max_chunks=1, context_token_budget=1))
     assert update["stages"]["cap"] == ["cast"]  # max_chunks bounds what the cut keeps
     assert [c["chunk_id"] for c in update["below_cut"]] == ["enable"]
-    off = config_for(make_resources([]), rerank_min=0.5, max_chunks=1, use_reassembly=False)
+    off = config_for(make_resources([]), rerank_min=0.5, max_chunks=1, use_reassembly=False, context_token_budget=1)
     assert cap({"rerank_results": ranked, "search_results": ranked}, off)["below_cut"] == []
     nothing = cap({"rerank_results": ranked, "search_results": ranked}, config_for(make_resources([]), rerank_min=2))
     assert nothing["abstain"] and nothing["below_cut"] == []
@@ -134,7 +150,7 @@ def test_cap_drops_near_copies_before_the_maximum_when_asked():
     ranked = [dict(cand("a", 0.5, text=text, source="settings.md"), rerank_score=0.9),
               dict(cand("a-copy", 0.5, text=text.replace("large", "big"), source="tour.md"), rerank_score=0.85),
               dict(cand("b", 0.5, text="Budget ID is shown under Advanced settings."), rerank_score=0.8)]
-    config = config_for(make_resources([]), rerank_min=0.5, max_chunks=2)
+    config = config_for(make_resources([]), rerank_min=0.5, max_chunks=2, context_token_budget=1)
     assert cap({"rerank_results": ranked}, config)["stages"]["cap"] == ["a", "a-copy"]
     config["configurable"]["dedupe"] = True
     assert cap({"rerank_results": ranked}, config)["stages"]["cap"] == ["a", "b"]
