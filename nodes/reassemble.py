@@ -4,8 +4,8 @@ A chunk that is one part of a split section ("part 2 of 3") is never handed to t
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the parent intros (named at ingest by each chunk's `parent_group_id`) come from
 the store in one round trip (`store.reassembly_parts`). Budget (`context_token_budget`, in the
-embedding tokenizer's tokens as stored in `token_count`) is spent in four passes, and a fifth
-may go beyond it:
+embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and two
+more may go beyond it:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
 2. their siblings, section by section in rank order, nearest part to a hit first;
@@ -16,12 +16,18 @@ may go beyond it:
    the child's section and marked `context_role: "parent_intro"`;
 4. subsections of kept sections that the cut left out (`below_cut`, `nodes.cap`), best first,
    each only if it fits, placed after their section and marked `context_role: "subsection"`;
-5. when one split section dominates the kept chunks (`dominant_section`: it holds more of them
+5. with `own_subsections` on, the best hit's own subsections that the context lacks, read from
+   its page (`store.page_records`) in the page's order up to the first that does not fit,
+   placed after it and marked `context_role: "subsection"` (`own_subsections`): on a reference
+   page each option is a subsection a few lines long (docs/TUNING.md, "Small sections");
+6. when one split section dominates the kept chunks (`dominant_section`: it holds more of them
    than any other section still missing parts, and at least half), its remaining parts, nearest a kept one first,
    while the whole context stays within `section_token_budget`. A long reference section
    (an option table, a step list of a dozen parts) is what such a question is about, and
    four parts of twelve leave its facts out as often as not; the parts come after everything
-   the context budget bought, so they never displace it (docs/TUNING.md, "A dominant section").
+   the context budget bought, so they never displace it (docs/TUNING.md, "A dominant section");
+7. the parts between two kept parts of one section (`_fill_holes`), in order, within
+   `section_token_budget` too: a quote of parts 1 and 5 says nothing of what joins them.
 
 Parts that do not fit are recorded in `gaps` (read from the blocks by `ingest.parts`, as the
 prompt reads where to mark them). Parts
@@ -178,6 +184,10 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     dominant = dominant_section(hits, whole) if section_budget > budget else None
     if dominant is not None and chosen[dominant]:
         used = _fill_section(groups[dominant], chosen[dominant], used, section_budget)
+    # Pass 7: the holes between two kept parts of one section, within the section budget.
+    if section_budget > budget:
+        for gid, parts in groups.items():
+            used = _fill_holes(parts, chosen[gid], used, section_budget)
 
     context = []
     for gid, parts in groups.items():
@@ -239,6 +249,24 @@ def _fill_section(parts: list[dict], chosen: set[int], used: int, budget: int) -
         if used + cost <= budget:
             chosen.add(index)
             used += cost
+    return used
+
+
+def _fill_holes(parts: list[dict], chosen: set[int], used: int, budget: int) -> int:
+    """Adds to `chosen` the parts between its first and last kept part, in order, each while the
+    context stays within `budget` (a quote of parts 1 and 5 of a section says nothing of what joins
+    them); returns the tokens used after."""
+    if len(chosen) < 2:
+        return used
+    by_index = {int(p["part_index"]): p for p in parts}
+    for index in range(min(chosen) + 1, max(chosen)):
+        if index in chosen or index not in by_index:
+            continue
+        cost = token_cost(by_index[index])
+        if used + cost > budget:
+            break
+        chosen.add(index)
+        used += cost
     return used
 
 

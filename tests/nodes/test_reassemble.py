@@ -260,3 +260,22 @@ def test_the_node_passes_the_section_budget_and_zero_switches_it_off():
     assert [b["part_index"] for b in update["context"]] == [1, 2, 3, 4, 5, 6]
     update = reassemble(state, config_for(resources, context_token_budget=30, section_token_budget=0))
     assert [b["part_index"] for b in update["context"]] == [2, 3, 4]
+
+
+def test_the_holes_between_two_kept_parts_are_filled_from_the_section_budget():
+    records = split_section("g", [f"part {i}" for i in range(1, 6)], token_count=10)
+    others = [record(f"o{n}", "elsewhere", source=f"other{n}.md", token_count=10) for n in range(3)]
+    # the section holds two of five kept hits: no dominant section, so only its holes are filled
+    hits = [hit(records[0])] + [hit(o, rerank_score=0.7) for o in others] + [hit(records[4], rerank_score=0.6)]
+    parts = parts_of(records + others)
+    context, gaps = assemble(hits, [], 50, parts, section_budget=80)
+    assert [(b["group_id"], b["part_index"]) for b in context] == [
+        ("g", 1), ("g", 2), ("g", 3), ("g", 4), ("g", 5), ("o0", 1), ("o1", 1), ("o2", 1)]
+    assert gaps == []
+    # no room beyond the context budget: the hole stays, and is recorded
+    context, gaps = assemble(hits, [], 50, parts, section_budget=0)
+    assert [b["part_index"] for b in context if b["group_id"] == "g"] == [1, 5]
+    assert gaps == [{"group_id": "g", "missing_parts": [2, 3, 4], "part_count": 5}]
+    # filled in order up to the first part that does not fit
+    context, _ = assemble(hits, [], 50, parts, section_budget=65)
+    assert [b["part_index"] for b in context if b["group_id"] == "g"] == [1, 2, 5]
