@@ -140,14 +140,12 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     scored = {c["chunk_id"]: c for c in pool}
     scored.update({h["chunk_id"]: h for h in hits})
     groups: dict[str, list[dict]] = {}  # group id -> all parts, in order (rank order of groups)
-    hit_indexes: dict[str, list[int]] = {}
     for hit in hits:
         gid = hit["group_id"]
         if gid not in groups:
             parts = group_parts(gid) if int(hit.get("part_count") or 1) > 1 else [hit]
             parts = sorted(parts or [hit], key=lambda p: int(p["part_index"]))
             groups[gid] = [{**p, **_scores(scored.get(p["chunk_id"]))} for p in parts]
-        hit_indexes.setdefault(gid, []).append(int(hit["part_index"]))
 
     chosen: dict[str, set[int]] = {gid: set() for gid in groups}
     used = 0
@@ -189,6 +187,13 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
         for gid, parts in groups.items():
             used = _fill_holes(parts, chosen[gid], used, section_budget)
 
+    return lay_out(groups, chosen, intros, below, own)
+
+
+def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: dict[str, dict],
+            below: dict[str, dict], own: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The chosen parts as context blocks: sections in rank order, each after its parent intro,
+    parts in order with the overlap of neighbours trimmed, subsections after their section."""
     context = []
     for gid, parts in groups.items():
         if not chosen[gid] or gid in below:

@@ -29,7 +29,8 @@ def test_routing_switch():
 
 def test_reassembly_switch_keeps_the_capped_chunks_alone():
     store = SimpleNamespace(reassembly_parts=lambda group_ids, sections: (
-        {group_id: [part(1), part(2), part(3)] for group_id in group_ids}, [None] * len(sections)))
+        {group_id: [part(1), part(2), part(3)] for group_id in group_ids}, [None] * len(sections)),
+        page_records=lambda source, under=(): [part(1), part(2), part(3)])
     resources = SimpleNamespace(settings=Settings(), store=store)
     state = {"cap_results": [part(2)], "search_results": [part(2)]}
     on = reassemble(state, {"configurable": {"resources": resources, "parent_intro": False}})

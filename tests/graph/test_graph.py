@@ -189,8 +189,9 @@ def test_retrieval_graph_gives_the_result_line_of_the_contract():
 def test_per_request_caps_change_the_result(override, expected):
     resources = make_resources(RECORDS)
     state = build_retrieval_graph().invoke({"question": "export invoices monthly rollover members"},
-                                           config_for(resources, min_similarity=0.0, rerank_min=-1, **override))
-    assert len(state["cap_results"]) == expected
+                                           config_for(resources, min_similarity=0.0, rerank_min=-1,
+                                                      context_token_budget=1, **override))
+    assert len(state["cap_results"]) == expected  # a budget the first chunk fills: no small-chunk allowance
 
 
 def test_the_check_defaults_per_generator_and_an_unknown_verify_mode_is_refused():
