@@ -75,9 +75,13 @@ def test_the_wording_margin_is_kept_for_weigh_intent():
     "Which environment variable sets the log level?",
 ])
 def test_operations_questions_lean_conceptual(question):
-    _, reasons = wording_margin(question)
-    assert any(reason.endswith("conceptual: names an operations topic") for reason in reasons)
+    assert has_cue(question, "conceptual: names an operations topic")
     assert classify(question)[0] != "screen"
+
+
+def has_cue(question: str, ending: str) -> bool:
+    """Whether the wording of `question` fired the cue whose reason ends so."""
+    return any(reason.endswith(ending) for reason in wording_margin(question)[1])
 
 
 @pytest.mark.parametrize("question", [
@@ -86,10 +90,8 @@ def test_operations_questions_lean_conceptual(question):
     "Which notification setting sends one message per batch?",
 ])
 def test_asking_which_control_of_a_part_is_asking_which_ui_element(question):
-    _, reasons = wording_margin(question)
-    assert any(reason.endswith("screen: asks which UI element") for reason in reasons)
+    assert has_cue(question, "screen: asks which UI element")
 
 
 def test_which_without_a_control_after_it_is_no_such_cue():
-    _, reasons = wording_margin("Which of my payees were renamed by the import rules last month?")
-    assert not any(reason.endswith("asks which UI element") for reason in reasons)
+    assert not has_cue("Which of my payees were renamed by the import rules last month?", "asks which UI element")
