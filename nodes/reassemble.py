@@ -228,8 +228,8 @@ def own_subsections(hits: list[dict], groups: dict[str, list[dict]], chosen: dic
     a reference page each option is a subsection a few lines long ("### max_retries"), so the hit
     on the option group alone leaves every option out."""
     best = next((h for h in hits if not h.get("below_cut")), None)
-    if best is None or room <= 0:
-        return []
+    if best is None or room <= 0 or not best.get("heading_path"):
+        return []  # a page's intro (no heading above it) has the whole page below it: no section of its own
     held = {p["chunk_id"] for gid, parts in groups.items() for p in parts if int(p["part_index"]) in chosen[gid]}
     taken = []
     for record in page_of(best["source"], list(best.get("heading_path") or [])):

@@ -68,6 +68,15 @@ def test_the_best_hit_brings_its_own_subsections_from_its_page_in_order():
     assert [b["chunk_id"] for b in update["context"]] == ["zx"]
 
 
+def test_a_pages_intro_brings_no_page_along():
+    intro = record("intro", "What the page is about.", source="policy.md", heading_path=(), token_count=5)
+    resources = make_resources([intro] + option_page())
+    update = reassemble({"cap_results": [hit(intro)], "search_results": [hit(intro)]},
+                        config_for(resources, context_token_budget=100, parent_intro=False))
+    assert [b["chunk_id"] for b in update["context"]] == ["intro"]
+    assert ("page_records", "policy.md") not in resources.store.calls
+
+
 def test_a_subsection_already_in_the_context_is_not_added_twice():
     records = option_page()
     best, child = hit(records[1]), hit(records[3], rerank_score=0.7)
