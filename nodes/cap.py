@@ -41,7 +41,7 @@ from graph.resources import resources_for
 from graph.timing import timed
 from ingest.dialects import reading_of
 from nodes.condense import earlier_questions
-from nodes.reassemble import under_section
+from nodes.reassemble import token_cost, under_section
 
 NEAREST_SECTIONS = 3
 # Below this share of the context budget the kept chunks are small ones, and the maximum lets more in.
@@ -106,8 +106,6 @@ def at_most(kept: list[dict], max_chunks: int, budget: int) -> list[dict]:
     sections of the usual size; on a reference page each option is a section of a few lines
     ("### max_retries"), and four of them leave most of the budget, and often the option asked
     about, out (docs/TUNING.md, "Small sections")."""
-    from nodes.reassemble import token_cost
-
     limit = max(0, max_chunks)
     taken = kept[:limit]
     size = sum(token_cost(c) for c in taken)

@@ -232,7 +232,7 @@ def own_subsections(hits: list[dict], groups: dict[str, list[dict]], chosen: dic
         return []  # a page's intro (no heading above it) has the whole page below it: no section of its own
     held = {p["chunk_id"] for gid, parts in groups.items() for p in parts if int(p["part_index"]) in chosen[gid]}
     taken = []
-    for record in page_of(best["source"], list(best.get("heading_path") or [])):
+    for record in page_of(best["source"], list(best["heading_path"])):
         if record["chunk_id"] in held or not under_section(record, best):
             continue
         cost = token_cost(record)

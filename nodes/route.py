@@ -56,7 +56,7 @@ OPERATIONS_TOPICS = (
 SCREEN_CUES: list[tuple[str, float, str]] = [
     (r"\bwhere\b", 2.0, "asks where"),
     # "which setting", and "which cookie setting", "which profile option": a named control of one part
-    (rf"\bwhich (?:[\w-]+ ){{0,2}}(?:{UI_NOUNS})\b|\bwhich (?:one do i|buttons? do i)\b", 2.0,
+    (rf"\bwhich (?:[\w-]+ ){{0,2}}(?:{UI_NOUNS})\b|\bwhich one do i\b", 2.0,
      "asks which UI element"),
     (rf"\b(?:{UI_VERBS})\b", 1.0, "UI action"),
     (rf"\b(?:{UI_NOUNS})\b", 1.0, "names a UI element"),
