@@ -98,12 +98,9 @@ class Server:
         return float("nan")
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        from fieldguide.processes import end_process
+
+        end_process(self.process, 20)
 
 
 # --- client side --------------------------------------------------------------------------------

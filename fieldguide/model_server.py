@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from fieldguide.errors import ModelCrashed, ModelUnavailable
+from fieldguide.processes import end_process
 
 HOST = "127.0.0.1"
 MODEL_ALIAS = "local"
@@ -224,13 +225,7 @@ class LocalModelServer:
         with self._lock:
             process, self._process = self._process, None
             self._ready = False
-            if process is not None and process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            end_process(process, 10)
             self._close_log()
 
     def _close_log(self) -> None:

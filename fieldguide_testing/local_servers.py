@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fieldguide.processes import end_process
+
 HOST = "127.0.0.1"
 
 
@@ -76,13 +78,7 @@ class LocalRedis:
         return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        end_process(self.process, 10)
 
     def close(self) -> None:
         self.stop()
@@ -151,14 +147,8 @@ class LocalPostgres:
                 time.sleep(0.1)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            # SIGINT: Postgres' "fast" shutdown (runuser passes the signal on)
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        # SIGINT: Postgres' "fast" shutdown (runuser passes the signal on)
+        end_process(self.process, 20, signal.SIGINT, group=True)
 
     def close(self) -> None:
         self.stop()

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from fieldguide.evaluation.metrics import nearest_rank_percentile
+from fieldguide.processes import end_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BENCH_INGEST = REPO_ROOT / "benchmarks" / "bench_ingest.py"
@@ -184,12 +185,7 @@ class ServedProcess:
         raise RuntimeError("fieldguide serve was not ready within 10 minutes")
 
     def __exit__(self, *exc) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        end_process(self.process, 30)
         self.stderr.close()
 
 
