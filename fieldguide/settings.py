@@ -147,6 +147,9 @@ class Settings(BaseSettings):
         "marks as screen or ambiguous (no effect on either development corpus with the BM25 scorer: off).")
     parent_intro: Annotated[bool, PerRequest()] = Field(
         True, description="Add a subsection hit's parent section intro (its own first part) when the budget allows.")
+    parent_body: Annotated[bool, PerRequest()] = Field(
+        True, description="Complete the best hit's parent intro with the parent's other own parts, in order, "
+        "within section_token_budget: a parent's own table or list often runs over several parts.")
     own_subsections: Annotated[bool, PerRequest()] = Field(
         True, description="Add the best hit's own subsections from its page, in order, with the context budget left: "
         "on a reference page each option is a short subsection of the section the question found.")

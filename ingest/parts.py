@@ -4,8 +4,9 @@ A section too long for the encoder is stored as parts ("part 2 of 3", `part_inde
 `part_count`, one `group_id`). Reassembly keeps what fits and records the rest as the turn's
 `gaps`; the prompt says where parts are left out between the excerpts the model reads. Both
 read it from the blocks with these functions, so the state and the prompt cannot disagree.
-A parent intro block (`context_role: "parent_intro"`) stands for its parent's first part only
-and is never counted as a part of a split section.
+A parent intro block (`context_role: "parent_intro"`) stands for its parent's own text above
+the subsection the question found (its first part, or its first parts in order) and is never
+counted as a part of a split section.
 """
 from __future__ import annotations
 

@@ -27,7 +27,11 @@ more may go beyond it:
    four parts of twelve leave its facts out as often as not; the parts come after everything
    the context budget bought, so they never displace it (docs/TUNING.md, "A dominant section");
 7. the parts between two kept parts of one section (`_fill_holes`), in order, within
-   `section_token_budget` too: a quote of parts 1 and 5 says nothing of what joins them.
+   `section_token_budget` too: a quote of parts 1 and 5 says nothing of what joins them;
+8. with `parent_body` on, the rest of the best hit's parent's own text (`parent_body`), its parts in
+   order after the intro, within `section_token_budget`, placed where the intro goes. A question
+   about "Storage Locations" often finds one location's subsection best, while the list of
+   locations sits in the parent's own table three parts long (docs/TUNING.md, "A parent's own text").
 
 Parts that do not fit are recorded in `gaps` (read from the blocks by `ingest.parts`, as the
 prompt reads where to mark them). Parts
@@ -85,15 +89,18 @@ def reassemble(state: dict, config: RunnableConfig = None) -> dict:
     if options.use_reassembly:
         split = list(dict.fromkeys(h["group_id"] for h in hits if int(h.get("part_count") or 1) > 1))
         wanted = intro_requests(hits) if options.parent_intro else []
+        best_parent = parent_group_id(hits[0]) if hits and options.parent_body else ""
+        whole = split + [best_parent] if best_parent and best_parent not in split else split
         parts, intros = {}, []
-        if split or wanted:  # one round trip for every split section and every parent intro
-            parts, intros = resources_for(config).store.reassembly_parts(split, wanted)
+        if whole or wanted:  # one round trip for every split section, parent intro and the best hit's parent
+            parts, intros = resources_for(config).store.reassembly_parts(whole, wanted)
         by_parent = dict(zip(wanted, intros))
         context, gaps = assemble(
             hits + (state.get("below_cut") or []), state.get("search_results") or [], options.context_token_budget,
             lambda group_id: parts.get(group_id, []),
             (lambda parent_ids: [by_parent.get(gid) for gid in parent_ids]) if wanted else None,
-            options.section_token_budget, resources_for(config).store.page_records if options.own_subsections else None)
+            options.section_token_budget, resources_for(config).store.page_records if options.own_subsections else None,
+            parts.get(best_parent) if best_parent else None)
     else:  # switched off (ablation): the capped chunks alone, in rank order, no siblings
         context = [to_block(hit) for hit in hits]
         gaps = section_gaps(context)
@@ -133,10 +140,11 @@ def dominant_section(hits: list[dict], whole: set[str] | frozenset = frozenset()
 
 
 def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
-             fetch_intros=None, section_budget: int = 0, page_of=None) -> tuple[list[dict], list[dict]]:
+             fetch_intros=None, section_budget: int = 0, page_of=None,
+             parent_parts: list[dict] | None = None) -> tuple[list[dict], list[dict]]:
     """Pure reassembly: ranked hits + a part fetcher (+ a parent intro fetcher: parent group
-    ids -> their first parts, None where missing; + a page reader: source -> its chunks in order)
-    -> (context blocks, gaps)."""
+    ids -> their first parts, None where missing; + a page reader: source -> its chunks in order;
+    + the best hit's parent's own parts) -> (context blocks, gaps)."""
     scored = {c["chunk_id"]: c for c in pool}
     scored.update({h["chunk_id"]: h for h in hits})
     groups: dict[str, list[dict]] = {}  # group id -> all parts, in order (rank order of groups)
@@ -165,7 +173,7 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
 
     # Pass 3: parent intros.
     intros = parent_intros(groups, chosen, budget - used, fetch_intros) if fetch_intros else {}
-    used += sum(token_cost(intro) for intro in intros.values())
+    used += sum(token_cost(intro[0]) for intro in intros.values())
     # Pass 4: subsections of kept sections that scored below the cut (`nodes.cap`), while they fit.
     below = {}
     for hit in hits:
@@ -186,11 +194,14 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     if section_budget > budget:
         for gid, parts in groups.items():
             used = _fill_holes(parts, chosen[gid], used, section_budget)
+    # Pass 8: the rest of the best hit's parent's own text, within the section budget.
+    if parent_parts and section_budget > budget:
+        used = parent_body(groups, chosen, intros, parent_parts, used, section_budget)
 
     return lay_out(groups, chosen, intros, below, own)
 
 
-def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: dict[str, dict],
+def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: dict[str, list[dict]],
             below: dict[str, dict], own: list[dict]) -> tuple[list[dict], list[dict]]:
     """The chosen parts as context blocks: sections in rank order, each after its parent intro,
     parts in order with the overlap of neighbours trimmed, subsections after their section."""
@@ -198,8 +209,7 @@ def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: 
     for gid, parts in groups.items():
         if not chosen[gid] or gid in below:
             continue
-        if gid in intros:
-            context.append({**to_block(intros[gid]), "context_role": "parent_intro"})
+        context.extend({**to_block(intro), "context_role": "parent_intro"} for intro in intros.get(gid, ()))
         previous = None
         for part in parts:
             index = int(part["part_index"])
@@ -292,9 +302,34 @@ def after_section(context: list[dict], record: dict) -> int:
     return position
 
 
+def parent_body(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: dict[str, list[dict]],
+                parent_parts: list[dict], used: int, section_budget: int) -> int:
+    """Completes the best hit's parent intro with the parent's other own parts (`parent_parts`, all of
+    them), in order, each while the context stays within `section_budget`; it starts from the first
+    part when the intro pass left it out. Nothing when the parent is in the context as a section of
+    its own, or is not the best hit's. Returns the tokens used after."""
+    best = next((gid for gid, parts in groups.items() if chosen[gid]), None)
+    parent = parent_parts[0]["group_id"]
+    if best is None or parent in groups or parent_group_id(groups[best][0]) != parent:
+        return used
+    kept = {int(intro["part_index"]) for intro in intros.get(best, ()) if intro["group_id"] == parent}
+    added = []
+    for part in sorted(parent_parts, key=lambda p: int(p["part_index"])):
+        if int(part["part_index"]) in kept:
+            continue
+        if used + token_cost(part) > section_budget:
+            break
+        added.append({**part, "similarity": None, "rerank_score": None})
+        used += token_cost(part)
+    if added:
+        intros[best] = sorted([*intros.get(best, ()), *added], key=lambda p: int(p["part_index"]))
+    return used
+
+
 def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], room: int,
-                  fetch_intros) -> dict[str, dict]:
-    """child group id -> its parent's intro, for the kept subsections whose parent fits in `room`.
+                  fetch_intros) -> dict[str, list[dict]]:
+    """child group id -> its parent's intro (as a list of one), for the kept subsections whose parent
+    fits in `room`.
 
     One intro per parent, before the first (best-ranked) child that needs it; none for a
     parent already in the context as a section of its own.
@@ -313,7 +348,7 @@ def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], ro
     intros = {}
     for cost, _, gid, intro in sorted(candidates, key=lambda c: (c[0], c[1])):  # shortest first
         if cost <= room:
-            intros[gid] = {**intro, "similarity": None, "rerank_score": None}
+            intros[gid] = [{**intro, "similarity": None, "rerank_score": None}]
             room -= cost
     return intros
 

@@ -181,13 +181,80 @@ def test_same_named_parents_in_one_file_each_give_their_own_child_its_intro():
 def test_the_node_fetches_parent_intros_only_when_asked():
     parent, child = family()
     resources = make_resources([parent, child])
-    update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=True))
+    update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=True, parent_body=False))
     assert [b["chunk_id"] for b in update["context"]] == ["p", "c"]
     assert ("reassembly_parts", [], ["p"]) in resources.store.calls
     resources = make_resources([parent, child])
-    update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=False))
+    update = reassemble({"cap_results": [hit(child)]}, config_for(resources, parent_intro=False, parent_body=False))
     assert [b["chunk_id"] for b in update["context"]] == ["c"]
     assert [call for call in resources.store.calls if call[0] == "reassembly_parts"] == []
+
+
+def split_parent():
+    """A parent whose own text (a table of locations) runs over three parts, and two of its children."""
+    parent = [dict(r, heading_path=("Storage",), line_start=n, line_end=n + 1)
+              for n, r in enumerate(split_section("par", ["Locations:", "| local | s3 |", "| gcs | azure |"],
+                                                  token_count=10), start=1)]
+    child = dict(record("cl", "Cloudinary needs a key.", heading_path=("Storage", "Cloudinary"),
+                        chunk_type="subsection", token_count=10, parent_group_id="par"), line_start=20)
+    sibling = dict(record("sb", "Supabase needs a bucket.", heading_path=("Storage", "Supabase"),
+                          chunk_type="subsection", token_count=10, parent_group_id="par"), line_start=30)
+    return parent, child, sibling
+
+
+def test_the_best_hits_parent_brings_its_whole_own_text_from_the_section_budget():
+    parent, child, sibling = split_parent()
+    other = record("o", "Elsewhere.", source="other.md", token_count=10)
+    records = parent + [child, sibling, other]
+    hits = [hit(child), hit(other, rerank_score=0.5)]
+    # the context budget buys the hit, the other hit and the intro; the section budget the rest, in order
+    context, gaps = assemble(hits, [], 30, parts_of(records), intro_fetcher(records), section_budget=50,
+                             parent_parts=parent)
+    assert [(b["chunk_id"], b.get("context_role")) for b in context] == [
+        ("par-p1", "parent_intro"), ("par-p2", "parent_intro"), ("par-p3", "parent_intro"), ("cl", None), ("o", None)]
+    assert gaps == []
+    # up to the first part that does not fit
+    context, gaps = assemble(hits, [], 30, parts_of(records), intro_fetcher(records), section_budget=45,
+                             parent_parts=parent)
+    assert [b["chunk_id"] for b in context] == ["par-p1", "par-p2", "cl", "o"]
+    assert gaps == []  # a parent's text is context for its child, never a split section quoted in part
+    # the intro did not fit the context budget: the parent's text starts from its first part
+    context, _ = assemble(hits, [], 20, parts_of(records), intro_fetcher(records), section_budget=50,
+                          parent_parts=parent)
+    assert [b["chunk_id"] for b in context] == ["par-p1", "par-p2", "par-p3", "cl", "o"]
+    # no section budget beyond the context budget: the intro alone
+    context, _ = assemble(hits, [], 30, parts_of(records), intro_fetcher(records), section_budget=0,
+                          parent_parts=parent)
+    assert [b["chunk_id"] for b in context] == ["par-p1", "cl", "o"]
+
+
+def test_only_the_best_hits_parent_and_never_a_parent_already_in_the_context():
+    parent, child, sibling = split_parent()
+    other = record("o", "Elsewhere.", source="other.md", token_count=10)
+    records = parent + [child, sibling, other]
+    # the best hit is another page's: the parent's text is not what the question found
+    context, _ = assemble([hit(other), hit(child, rerank_score=0.5)], [], 30, parts_of(records),
+                          intro_fetcher(records), section_budget=100, parent_parts=parent)
+    assert [b["chunk_id"] for b in context] == ["o", "par-p1", "cl"]
+    # the parent is a hit itself: its parts come as its own section, once
+    context, _ = assemble([hit(child), hit(parent[1], rerank_score=0.5)], [], 60, parts_of(records),
+                          intro_fetcher(records), section_budget=100, parent_parts=parent)
+    assert [b["chunk_id"] for b in context].count("par-p2") == 1
+
+
+def test_the_node_fetches_the_best_hits_parent_whole_only_when_asked():
+    parent, child, sibling = split_parent()
+    resources = make_resources(parent + [child, sibling])
+    state = {"cap_results": [hit(child)], "search_results": [hit(child)]}
+    update = reassemble(state, config_for(resources, context_token_budget=20, section_token_budget=100,
+                                          own_subsections=False))
+    assert [b["chunk_id"] for b in update["context"]] == ["par-p1", "par-p2", "par-p3", "cl"]
+    assert ("reassembly_parts", ["par"], ["par"]) in resources.store.calls
+    resources = make_resources(parent + [child, sibling])
+    update = reassemble(state, config_for(resources, context_token_budget=20, section_token_budget=100,
+                                          own_subsections=False, parent_body=False))
+    assert [b["chunk_id"] for b in update["context"]] == ["par-p1", "cl"]
+    assert ("reassembly_parts", [], ["par"]) in resources.store.calls
 
 
 def test_subsections_below_the_cut_come_after_their_section_with_the_budget_left():
