@@ -153,6 +153,9 @@ class Settings(BaseSettings):
     own_subsections: Annotated[bool, PerRequest()] = Field(
         True, description="Add the best hit's own subsections from its page, in order, with the context budget left: "
         "on a reference page each option is a short subsection of the section the question found.")
+    closest_for_follow_ups: Annotated[bool, PerRequest()] = Field(
+        True, description="A follow-up whose candidates do not stand out keeps the closest of them and is answered "
+        "`partial` (the docs may not say; here is the closest they come) instead of abstaining.")
     dedupe: Annotated[bool, PerRequest()] = Field(
         False, description="Drop a candidate that nearly repeats a better-ranked one's text before the chunk cap.")
     labels: Annotated[str | None, PerRequest(as_type=tuple[str, ...])] = Field(

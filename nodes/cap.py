@@ -27,6 +27,15 @@ the docs never mention").
 When nothing survives, the turn abstains: the generator will say the docs do not
 cover the question and name the nearest sections (the best reranked candidates, or the best
 search results when none passed the similarity threshold).
+
+A follow-up is the exception (with `closest_for_follow_ups` on): when nothing of its candidates
+stands out, or none reaches the strict minimum, it keeps the best of them within the window
+below the best, and `closest_only` says why: the coverage verdict is then `partial`, and the
+reader is told the docs may not answer it and shown the closest they come. The conversation's
+topic was covered one turn before, and a follow-up's few words ("And how do I get rid of it
+entirely later?") leave its candidates flat: near a CLI reference's many sibling pages, the right
+one stands out of them too little (docs/BENCHMARKS.md, "Follow-ups that stand out too little").
+A follow-up that names what no chunk holds still abstains.
 """
 from __future__ import annotations
 
@@ -168,6 +177,7 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
     ranked = state.get("rerank_results") or []
     reason = ""
     kept = []
+    closest_only = ""
     unknown = names_the_docs_lack(state, config) if ranked else []
     if unknown:
         reason = f"the follow-up names {', '.join(unknown)}, which no section of the docs mentions"
@@ -184,6 +194,9 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
             kept = [c for c in ranked if c["rerank_score"] >= floor]
             if not kept:
                 reason = f"no candidate reaches the strict minimum {minimum:.3f} (best {best:.3f})"
+        if not kept and options.closest_for_follow_ups and state.get("condensed_by") in ("rules", "model"):
+            kept = [c for c in ranked if window is not None and c["rerank_score"] >= best - window] or ranked[:1]
+            closest_only, reason = reason, ""
     else:
         reason = "no candidate passed the similarity threshold"
     if options.dedupe:
@@ -199,4 +212,5 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         "abstain_reason": reason if abstain else "",
         "nearest": nearest,
         "unmentioned": unknown,
+        "closest_only": closest_only,
     }

@@ -154,3 +154,17 @@ def test_the_judges_reading_is_one_more_input_never_the_only_one():
     assert with_judgement(PARTIAL, "r", said("yes", names=["Bitcoin"])) == (PARTIAL, "r")
     assert with_judgement(COVERED, "r", said("unclear")) == (COVERED, "r")
     assert with_judgement(PARTIAL, "r", said(None)) == (PARTIAL, "r")
+
+
+def test_a_follow_up_kept_for_its_closest_candidates_is_partial_whatever_its_quotes_hold():
+    from fakes import config_for, make_resources
+
+    state = {"question": "And how is it made up?", "standalone_question": "How is the price made up?",
+             "context": [PRICE_BLOCK], "evidence": [], "rerank_results": [], "timings_ms": {},
+             "closest_only": "the best score 0.61 stands 0.02 above the median"}
+    update = coverage(state, config_for(make_resources([])))
+    assert update["coverage"] == PARTIAL
+    assert update["coverage_reason"] == ("nothing stands out for this follow-up "
+                                         "(the best score 0.61 stands 0.02 above the median)")
+    update = coverage(dict(state, closest_only=""), config_for(make_resources([])))
+    assert update["coverage_reason"].startswith("the quotes hold")

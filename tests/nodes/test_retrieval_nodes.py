@@ -283,3 +283,30 @@ def test_the_reader_is_told_what_the_docs_do_not_mention():
     assert abstain_message([], ["Bitcoin", "Ethereum", "Coinbase"]) == (
         "The documentation does not mention Bitcoin, Ethereum or Coinbase, so I can't answer this from the docs.")
     assert abstain_message([]) == "The documentation does not cover this question, so I can't answer it from the docs."
+
+
+def test_a_follow_up_that_stands_out_too_little_keeps_the_closest_candidates_instead_of_abstaining():
+    from fieldguide.calibration import Calibration
+
+    resources = make_resources([], rank_window=2.0)
+    resources._calibration = Calibration(rerank_min=0.3, abstain_margin=0.1, margin_unit=0.05, screen_share=0.2,
+                                         scorer="lexical-fallback", chunks=10, probes=30)
+    flat = ranked_pool([0.62, 0.61, 0.60, 0.59, 0.58, 0.45, 0.44, 0.43])
+    config = config_for(resources, abstain_margin=0.1, rerank_min=0.0)
+    update = cap(follow_up_state("And how do I get rid of it later?", flat), config)
+    assert update["abstain"] is False and update["abstain_reason"] == ""
+    assert [c["chunk_id"] for c in update["cap_results"]] == ["c0", "c1", "c2", "c3", "c4"]  # the window's
+    assert "stands 0.035 above the median" in update["closest_only"]
+    # none reaches the strict minimum: the closest within the window still
+    low = cap(follow_up_state("And how do I get rid of it later?", ranked_pool([0.9, 0.2, 0.1, 0.1])),
+              config_for(resources, abstain_margin=0.1, rerank_min=0.95))
+    assert [c["chunk_id"] for c in low["cap_results"]] == ["c0"] and "strict minimum 0.950" in low["closest_only"]
+    # a question that stands alone abstains as before; so does a follow-up with the switch off
+    alone = cap(dict(follow_up_state("How do I delete an allowlist?", flat, "none"), messages=[]), config)
+    assert alone["abstain"] is True and alone["closest_only"] == "" and "stands 0.035" in alone["abstain_reason"]
+    off = cap(follow_up_state("And how do I get rid of it later?", flat),
+              config_for(resources, abstain_margin=0.1, rerank_min=0.0, closest_for_follow_ups=False))
+    assert off["abstain"] is True and off["closest_only"] == ""
+    # one that stands out is kept as usual, with nothing to say about it
+    clear = cap(follow_up_state("And how do I get rid of it later?", ranked_pool([0.9, 0.5, 0.4, 0.4])), config)
+    assert clear["abstain"] is False and clear["closest_only"] == ""
