@@ -68,13 +68,6 @@ def test_routing_off_leaves_routes_conceptual_alone():
     assert "intent" not in weigh_intent({**state, "query_vector": [0.0] * 64}, config)
 
 
-def test_the_docs_screen_share_is_a_base_rate():
-    from nodes.weigh_intent import BASE_RATE_WEIGHT, base_rate
-
-    assert base_rate(0.5) == 0.0 and base_rate(None) == 0.0
-    assert base_rate(0.0) == base_rate(0.02) < base_rate(0.1) < 0 < base_rate(0.9)  # clipped, finite
-    # docs without screen descriptions: a question with no other evidence is conceptual
-    assert weigh(0.0, 0.0, 0.0, base_rate(0.0))[0] == "conceptual"
-    # strong evidence still decides
-    assert weigh(3.0, 0.0, 0.0, base_rate(0.0))[0] == "screen"
-    assert abs(weigh(0.0, 0.0, 0.0, base_rate(0.2))[2] - BASE_RATE_WEIGHT * base_rate(0.2)) < 1e-9
+def test_z_adds_the_three_kinds_of_evidence_and_nothing_else():
+    # no evidence either way: ambiguous, whatever share of screens the docs hold
+    assert weigh(0.0, 0.0, 0.0)[0] == "ambiguous"
