@@ -141,7 +141,9 @@ class Settings(BaseSettings):
         3600, description="Tokens a split section that dominates the kept chunks may fill with its own remaining "
         "parts once the context budget is spent (0: no more than the context budget).")
     hybrid_alpha: Annotated[float | None, PerRequest(ge=0.0, le=1.0)] = Field(
-        None, description="Hybrid (BM25 + vector) search with this alpha; unset: vector search.")
+        0.6, description="Hybrid search (Weaviate's BM25 + vector fusion, this weight on the vector) picks the "
+        "candidates, so a section that names the question's words reaches the rerank even when its vector is not "
+        "among the nearest; 1: the vector's ranking alone.")
     screen_k: Annotated[int, PerRequest(ge=0, le=500, public_limit="public_max_search_k")] = Field(
         0, description="Screen-only candidates searched in addition to search_k for questions the wording "
         "marks as screen or ambiguous (no effect on either development corpus with the BM25 scorer: off).")

@@ -6,7 +6,9 @@ description that the prose outranks still reaches the filters (the rerank and th
 cap decide whether it stays). The two searches are sent at once (`ChunkStore.searches`).
 
 With `hybrid_alpha` set, Weaviate's hybrid (BM25 + vector) query picks the candidates
-instead; their `similarity` is still the real cosine, so the threshold means the same.
+instead; their `similarity` is still the real cosine, so the threshold means the same. A
+follow-up the rules condensed gives the BM25 part only the reader's own words, as the rerank
+does (`nodes.rerank`): its carried topic steers the vector.
 
 With `labels` set (the run's option, else FIELDGUIDE_LABELS), both searches see only the chunks
 of those doc sets: a Weaviate filter, so no other set's chunk is ever a candidate.
@@ -19,6 +21,7 @@ from graph.options import options_for
 from graph.resources import resources_for
 from graph.state import question_of
 from graph.timing import timed
+from nodes.condense import own_part
 
 SCREEN_INTENTS = ("screen", "ambiguous")
 
@@ -46,13 +49,14 @@ def search(state: dict, config: RunnableConfig = None) -> dict:
     if options.labels:
         store = store.limited_to(options.labels)
     vector = state["query_vector"]
+    lexical = (own_part(question_of(state)).strip() if state.get("condensed_by") == "rules" else "") \
+        or question_of(state)
 
     def nearest(k: int, content_kind: str | None = None):
         if options.hybrid_alpha is None:
             return lambda: store.near_vector(vector, k, content_kind=content_kind)
         # Hybrid ranks by fused BM25+vector score; "similarity" stays the real cosine.
-        return lambda: store.hybrid(question_of(state), vector, k, alpha=options.hybrid_alpha,
-                                    content_kind=content_kind)
+        return lambda: store.hybrid(lexical, vector, k, alpha=options.hybrid_alpha, content_kind=content_kind)
 
     calls = [nearest(options.search_k)]
     if state.get("intent") in SCREEN_INTENTS and options.screen_k > 0:

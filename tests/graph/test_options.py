@@ -23,7 +23,7 @@ def test_unset_options_take_the_settings_and_set_ones_win():
     options = QueryOptions.from_config({"configurable": {"rerank_min": 0.9}}, settings)
     assert options.rerank_min == 0.9
     assert options.max_chunks == 7 and options.search_k == settings.search_k
-    assert options.use_reranker is True and options.hybrid_alpha is None
+    assert options.use_reranker is True and options.hybrid_alpha == settings.hybrid_alpha
 
 
 @pytest.mark.parametrize("name, value", [("max_chunks", 0), ("min_similarity", 1.5), ("temperature", -0.1),

@@ -61,6 +61,14 @@ class FakeStore:
 
     def near_vector(self, vector, k, content_kind=None):
         self.calls.append(("near_vector", k, content_kind))
+        return self._nearest(vector, k, content_kind)
+
+    def hybrid(self, query, vector, k, alpha=0.5, content_kind=None):
+        """Ranked as `near_vector` ranks; the call records the words the BM25 part was given."""
+        self.calls.append(("hybrid", query, k, alpha, content_kind))
+        return self._nearest(vector, k, content_kind)
+
+    def _nearest(self, vector, k, content_kind):
         scored = []
         for r in self.records:
             if content_kind and r["content_kind"] != content_kind:
@@ -115,7 +123,7 @@ def make_resources(records, *, chat_model=None, reranker=None, model_id=None, **
 
     # Pin the knobs the tests rely on, so re-tuning the defaults does not change them.
     pinned = {"search_k": 12, "screen_k": 6, "min_similarity": 0.25, "rerank_min": 0.0, "abstain_margin": 0.0,
-              "rank_window": None, "max_chunks": 4, "context_token_budget": 1200}
+              "rank_window": None, "max_chunks": 4, "context_token_budget": 1200, "hybrid_alpha": None}
     settings = Settings(**{**pinned, **settings})
     model_id = model_id or embedding_model_id(settings)
     resources = Resources(settings, store=FakeStore(records, model_id=model_id),

@@ -310,3 +310,23 @@ def test_a_follow_up_that_stands_out_too_little_keeps_the_closest_candidates_ins
     # one that stands out is kept as usual, with nothing to say about it
     clear = cap(follow_up_state("And how do I get rid of it later?", ranked_pool([0.9, 0.5, 0.4, 0.4])), config)
     assert clear["abstain"] is False and clear["closest_only"] == ""
+
+
+def test_hybrid_search_gives_bm25_a_condensed_follow_ups_own_words_only():
+    resources = make_resources(RECORDS, hybrid_alpha=0.6)
+    vector = resources.embeddings.embed_query("export invoices")
+    config = config_for(resources, k=3)
+    update = search({"question": "How do I export invoices?", "intent": "conceptual", "query_vector": vector}, config)
+    assert resources.store.calls == [("hybrid", "How do I export invoices?", 3, 0.6, None)]
+    assert update["search_results"]
+    resources.store.calls.clear()
+    follow_up = {"question": "And as PDF?", "standalone_question": "And as PDF? — about: Export",
+                 "condensed_by": "rules", "intent": "conceptual", "query_vector": vector}
+    search(follow_up, config)
+    assert resources.store.calls == [("hybrid", "And as PDF?", 3, 0.6, None)]  # the carried topic steers the vector
+    resources.store.calls.clear()
+    search(dict(follow_up, standalone_question="Can I export invoices as PDF?", condensed_by="model"), config)
+    assert resources.store.calls == [("hybrid", "Can I export invoices as PDF?", 3, 0.6, None)]
+    vector_only = make_resources(RECORDS, hybrid_alpha=None)  # unset in the settings: the vector alone
+    search(follow_up, config_for(vector_only, k=3))
+    assert vector_only.store.calls == [("near_vector", 3, None)]
