@@ -195,7 +195,8 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
             if not kept:
                 reason = f"no candidate reaches the strict minimum {minimum:.3f} (best {best:.3f})"
         if not kept and options.closest_for_follow_ups and state.get("condensed_by") in ("rules", "model"):
-            kept = [c for c in ranked if window is not None and c["rerank_score"] >= best - window] or ranked[:1]
+            within = [c for c in ranked if c["rerank_score"] >= best - window] if window is not None else []
+            kept = within or ranked[:1]
             closest_only, reason = reason, ""
     else:
         reason = "no candidate passed the similarity threshold"

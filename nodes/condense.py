@@ -34,6 +34,7 @@ from fieldguide.headings import breadcrumb
 from fieldguide.words import words
 from graph.options import options_for
 from graph.resources import resources_for
+from graph.state import question_of
 from graph.timing import timed
 from prompts.loader import condense_message, load_prompt
 
@@ -77,6 +78,15 @@ _NUMBER_PREFIX = re.compile(r"^\d+\s*")
 def own_part(standalone: str) -> str:
     """A standalone question without the topic the rules carried over (the reader's own words)."""
     return standalone.split(ABOUT, 1)[0]
+
+
+def own_words(state: dict) -> str | None:
+    """A rules-condensed follow-up's own words (the question without its carried topic), else None:
+    what the lexical parts of search and rerank read, while the carried topic steers the vector."""
+    if state.get("condensed_by") != "rules":
+        return None
+    own = own_part(question_of(state)).strip()
+    return own or None
 
 
 def leans_on_previous(question: str) -> bool:

@@ -241,14 +241,19 @@ def own_subsections(hits: list[dict], groups: dict[str, list[dict]], chosen: dic
     if best is None or room <= 0 or not best.get("heading_path"):
         return []  # a page's intro (no heading above it) has the whole page below it: no section of its own
     held = {p["chunk_id"] for gid, parts in groups.items() for p in parts if int(p["part_index"]) in chosen[gid]}
+    return while_they_fit([record for record in page_of(best["source"], list(best["heading_path"]))
+                           if record["chunk_id"] not in held and under_section(record, best)], room)
+
+
+def while_they_fit(records: list[dict], room: int) -> list[dict]:
+    """`records` in the order given up to the first that does not fit in `room` tokens, unscored (they
+    were read, not ranked): a section read on from where the context stops, never past a hole."""
     taken = []
-    for record in page_of(best["source"], list(best["heading_path"])):
-        if record["chunk_id"] in held or not under_section(record, best):
-            continue
+    for record in records:
         cost = token_cost(record)
         if cost > room:
             break
-        taken.append({**record, "similarity": None, "rerank_score": None})
+        taken.append({**record, **_scores(None)})
         room -= cost
     return taken
 
@@ -313,14 +318,9 @@ def parent_body(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intr
     if best is None or parent in groups or parent_group_id(groups[best][0]) != parent:
         return used
     kept = {int(intro["part_index"]) for intro in intros.get(best, ()) if intro["group_id"] == parent}
-    added = []
-    for part in sorted(parent_parts, key=lambda p: int(p["part_index"])):
-        if int(part["part_index"]) in kept:
-            continue
-        if used + token_cost(part) > section_budget:
-            break
-        added.append({**part, "similarity": None, "rerank_score": None})
-        used += token_cost(part)
+    added = while_they_fit([part for part in sorted(parent_parts, key=lambda p: int(p["part_index"]))
+                            if int(part["part_index"]) not in kept], section_budget - used)
+    used += sum(token_cost(part) for part in added)
     if added:
         intros[best] = sorted([*intros.get(best, ()), *added], key=lambda p: int(p["part_index"]))
     return used

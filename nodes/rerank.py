@@ -23,15 +23,7 @@ from graph.options import options_for
 from graph.resources import resources_for
 from graph.state import question_of
 from graph.timing import timed
-from nodes.condense import own_part
-
-
-def own_words(state: dict) -> str | None:
-    """A rules-condensed follow-up's own words (the question without its carried topic), else None."""
-    if state.get("condensed_by") != "rules":
-        return None
-    own = own_part(question_of(state)).strip()
-    return own or None
+from nodes.condense import own_words
 
 
 @timed("rerank", stage="rerank_results")

@@ -21,7 +21,7 @@ from graph.options import options_for
 from graph.resources import resources_for
 from graph.state import question_of
 from graph.timing import timed
-from nodes.condense import own_part
+from nodes.condense import own_words
 
 SCREEN_INTENTS = ("screen", "ambiguous")
 
@@ -49,8 +49,7 @@ def search(state: dict, config: RunnableConfig = None) -> dict:
     if options.labels:
         store = store.limited_to(options.labels)
     vector = state["query_vector"]
-    lexical = (own_part(question_of(state)).strip() if state.get("condensed_by") == "rules" else "") \
-        or question_of(state)
+    lexical = own_words(state) or question_of(state)
 
     def nearest(k: int, content_kind: str | None = None):
         if options.hybrid_alpha is None:

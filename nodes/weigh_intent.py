@@ -99,8 +99,7 @@ def weigh_intent(state: dict, config: RunnableConfig = None) -> dict:
         examples_note = f"not counted: the model reads {cost:.1f} tokens a word"
     candidates = state.get("rerank_results") or state.get("search_results") or []
     calibration = resources.calibration_for(options.labels)
-    # an empty index has no share of anything (its calibration says 0)
-    screen_share = float(calibration.screen_share or 0.0) if candidates and getattr(calibration, "chunks", 1) else 0.0
+    screen_share = float(calibration.screen_share or 0.0) if candidates else 0.0
     from_candidates = candidate_evidence(candidates, screen_share)
     intent, confidence, z = weigh(wording, examples, from_candidates)
     reason = (f"z {z:+.2f}: wording {WORDING_WEIGHT * wording:+.2f} ({state.get('intent_reason') or 'no cue'}); "
