@@ -145,7 +145,9 @@ class Chunker:
         if read_otherwise:
             # A "heading" made of lines the page does not show is none: CommonMark reads an MDC
             # component's opener above its YAML props (`::card{…}` / `---`) as a setext heading.
-            shown = [h for h in doc.headings if all(reading.lines[i] is not None for i in range(h.start, h.end + 1))]
+            # and a "# comment" in a shortcode's body that the site shows as code is no heading either
+            shown = [h for h in doc.headings if all(reading.lines[i] is not None for i in range(h.start, h.end + 1))
+                     and not (reading.states and reading.states[h.start].fence == "{{<")]
             if len(shown) != len(doc.headings):
                 doc = replace(doc, headings=shown)
         prefix = [0]
@@ -193,7 +195,9 @@ class Chunker:
                                     token_count=tokens, images=find_images(text), **common))
             else:
                 chunks.extend(self._split(doc, piece, text, raw_tokens[piece.start:piece.end], breadcrumb, common,
-                                          reading if dialectal else None, source))
+                                          # a part that starts inside a code block reads with its
+                                          # fence opened again, constructs or not (`read_fragment`)
+                                          reading if dialectal or self.dialect.families else None, source))
         return chunks
 
     def _group_ids(self, pieces: list[HierarchicalChunk], source: str) -> list[tuple[str, str]]:

@@ -9,20 +9,24 @@ source line, what the rendered page shows in its place (its *reading*):
 | MkDocs / Material | `!!! note "Title"`, `??? tip` (indented body) | `Note: Title`, the body dedented |
 | | `=== "Linux"` content tab (indented body) | `Linux:`, the body dedented |
 | | `--8<-- "file.md"` snippet | an include (below) |
-| | `:material-check:` icons, `{ .md-button }` attribute lists, `*[HTML]: …` abbreviations | nothing |
+| | `:material-check:` icons (in tab and admonition titles too), `{ .md-button }` attribute lists, `*[HTML]: …` abbreviations | nothing |
 | Docusaurus / MDX | `import …` / `export …` lines, `{/* comments */}` | nothing |
 | | `:::tip Title` / `:::note[Title]` … `:::` | `Tip: Title`, the body |
 | | `<Tabs>`, `</TabItem>`, other capitalised JSX tags alone on a line | nothing, or their `label`/`title` |
 | | `<TabItem value="x" label="Linux">`, `<Admonition type="tip" title="T">` | `Linux:`, `Tip: T` |
 | | an inline `<Icon title="Save" />` | `[Save]` |
-| Nuxt Content (MDC) | `::callout{icon="…"}` with a bold title line … `::` | `Note: Title`, the body |
+| | a ```` ```mdx-code-block ```` fence (one may hold another) | its content, read as MDX |
+| Nuxt Content (MDC) | `::callout{icon="…"}` (or `::prose-tip`) with a bold title line … `::` | `Note: Title`, the body |
 | | `::code-group`, `::card{title="T"}`, `:::tabs-item{label="L"}`, `#slot` lines, YAML props | nothing, `T:`, `L:` |
 | | `:icon{name="…" title="Field Width Button"}`, `:kbd[Ctrl]` | `[Field Width Button]`, `Ctrl` |
 | | `:partial{content="x"}` | an include |
 | Hugo | `{{< notice warning >}}` … `{{< /notice >}}`, `{{< tab "Linux" >}}`, `{{% … %}}` | `Warning:`, `Linux:`, … |
 | | `{{< ref "page" >}}` | `page` |
+| | a shortcode over several lines, `{{< comment >}}` … | as on one line, nothing |
 | Jekyll / Liquid | `{% include x.md %}`, `{% if %}` …, `{% highlight py %}`, `{: .note }` | an include, nothing, a code fence, `Note:` |
-| GitHub | `> [!WARNING]` | `> Warning:` |
+| | a quoted path put through `relative_url` in `{{ … }}`, `{{ site.repository }}` | the path, nothing |
+| every dialect | `<!-- comments -->` (not in a code span), a heading's `{#id}` or a line's `{ .class }` | nothing |
+| GitHub (and Hugo themes) | `> [!WARNING]`, `> [!INFO] Title` | `> Warning:`, `> Note: Title` |
 
 An admonition is marked `Note:`, `Tip:` or `Warning:` (its type folded onto these three), then
 its title. An include whose file is in the docs folder reads "(included from PATH)" (that file

@@ -6,9 +6,10 @@ import re
 
 from ingest.dialects.folder import Dialect
 from ingest.dialects.state import _Container, ReadState
-from ingest.dialects.syntax import (_ATTR_LIST, _HUGO, _INCLUDE_NAMES, _JSX_INLINE_SELF, _JSX_INLINE_TAG, _JSX_LINE,
-                                    _LIQUID, _MDC_INLINE, _MDX_COMMENT, _MK_ICON, ADMONITION_TYPES, _admonition_line,
-                                    _icon_kind, _label_line, attributes, label_of, positional)
+from ingest.dialects.syntax import (_ATTR_LIST, _HUGO, _INCLUDE_NAMES, _JSX_INLINE_SELF,
+                                    _JSX_INLINE_TAG, _JSX_LINE, _LIQUID, _LIQUID_PATH, _LIQUID_VARIABLE, _MDC_INLINE,
+                                    _MDX_COMMENT, _MK_ICON, _TRAILING_ATTRS, ADMONITION_TYPES, _admonition_line,
+                                    _icon_kind, _label_line, attributes, label_of, positional, without_comments)
 
 
 class Constructs:
@@ -24,6 +25,8 @@ class Constructs:
     def _colon_open(self, opened: re.Match, containers: list) -> str | None:
         st = self._state
         name = opened.group(2).lower()
+        if name.startswith("prose-") and name[6:] in ADMONITION_TYPES:  # Nuxt UI's `::prose-tip`
+            name = name[6:]
         attrs = attributes(opened.group(4) or "")
         title = (opened.group(3) or "").strip() or attrs.get("title", "").strip() or (opened.group(5) or "").strip()
         containers.append(_Container("colon", name=name))
@@ -89,6 +92,17 @@ class Constructs:
             return None if block else ""
         attrs = attributes(rest)
         args = positional(rest)
+        if lower == "comment" and block:  # its body is a note for the writers: the page shows nothing
+            self._state.skip = "hugo_comment"
+            return None
+        language = (args[0] if args else attrs.get("lang", "")) if lower == "highlight" else (
+            attrs.get("lang") or attrs.get("codelang") or ("text" if attrs.get("code") == "true" else ""))
+        if block and language and (lower == "highlight" or lower in ("tab", "tabs-item", "tabitem")):
+            # the body is code, highlighted (a tab of a code group): it reads as a fence
+            self._state.fence, self._state.fence_name = "{{<", lower
+            label = "" if lower == "highlight" else (attrs.get("name") or attrs.get("title") or attrs.get("header")
+                                                     or (args[0] if args else ""))
+            return f"{_label_line(label)}\n```{language}" if label else f"```{language}"
         if lower in ("sitevar", "param", "var", "siteparam") and not block:
             # the value shown where the site's own value is unknown (`nojs`), else the variable's name
             return attrs.get("nojs") or attrs.get("default") or attrs.get("name") or (args[0] if args else "")
@@ -137,6 +151,8 @@ class Constructs:
     # ---------------------------------------------------------------------- inline syntax
     def _inline(self, text: str) -> str:
         fam = self.families
+        if "<!--" in text:
+            text = without_comments(text)[0]
         if "mdc" in fam and ":" in text:
             text = _MDC_INLINE.sub(self._mdc_inline, text)
         if ("mdc" in fam or "mkdocs" in fam) and "{" in text:
@@ -152,6 +168,10 @@ class Constructs:
             text = _HUGO.sub(lambda m: self._hugo(m, block=False) or "", text)
         if "jekyll" in fam and "{%" in text:
             text = _LIQUID.sub(lambda m: self._liquid(m, block=False) or "", text)
+        if "jekyll" in fam and "{{" in text:
+            text = _LIQUID_VARIABLE.sub("", _LIQUID_PATH.sub(lambda m: m.group(2), text))
+        if "{" in text:  # a heading's id or a paragraph's attribute list, which every site generator reads
+            text = _TRAILING_ATTRS.sub("", text)
         return text
 
     def _mdc_inline(self, match: re.Match) -> str:

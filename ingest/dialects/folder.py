@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ingest.dialects.syntax import _FENCE
+from ingest.dialects.syntax import _CODE_SPAN, _FENCE
 
 FAMILIES = ("mkdocs", "docusaurus", "mdc", "hugo", "jekyll")
 # What a folder without a dialect reads as, and what a manifest from before dialects means.
@@ -81,9 +81,9 @@ def _without_fences(text: str) -> str:
     for line in text.split("\n"):
         opened = _FENCE.match(line)
         if fence is None and opened:
-            fence = opened.group(1)[0] * 3
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
+            fence = opened.group(1)
+        elif fence is not None and len(line.strip()) >= len(fence) and not line.strip().strip(fence[0]):
+            fence = None  # a fence closes with as many of its character as it opened with, or more
         elif fence is None:
             kept.append(line)
     return "\n".join(kept)
@@ -142,11 +142,16 @@ _LEFTOVER = {
 }
 
 
+_MDX_CODE_BLOCK = re.compile(r"^ {0,3}`{3,}\s*mdx-code-block\s*$", re.MULTILINE)
+_HTML_COMMENT_LEFT = re.compile(r"<!--")
+
+
 def leftover_syntax(reading: str, families: Iterable[str] = FAMILIES) -> list[str]:
     """The recognised constructs whose syntax still shows in `reading` outside code fences
     (for the tests and the benchmark that count them): the family names found."""
     prose = _without_fences(reading)
-    return [family for family in families if _LEFTOVER[family].search(prose)]
+    return [family for family in families if _LEFTOVER[family].search(prose)
+            or (family == "docusaurus" and _MDX_CODE_BLOCK.search(reading)) or _HTML_COMMENT_LEFT.search(_CODE_SPAN.sub("", prose))]
 
 
 def reading_of(block: dict) -> str:

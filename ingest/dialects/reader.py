@@ -10,8 +10,8 @@ from ingest.dialects.state import _Container, Reading, ReadState, _expand, _inde
 from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPORT, _FENCE, _GITHUB_ALERT, _HUGO,
                                     _IMPORT, _IMPORT_CLOSE, _IMPORT_MARKDOWN, _IMPORT_OPEN, _INCLUDE_NAMES, _JSX_LINE,
                                     _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION,
-                                    _MK_ADMONITION, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES,
-                                    _admonition_line, _label_line, mark)
+                                    _MK_ADMONITION, _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES,
+                                    _admonition_line, _label_line, mark, without_comments)
 
 # what a family's block step answers for a line that is none of its constructs
 _NEXT = object()
@@ -65,6 +65,10 @@ class Reader(Constructs):
             elif st.fence == "{%" and _LIQUID.fullmatch(text.strip()) and "endhighlight" in text:
                 st.fence = None
                 return "```"
+            elif st.fence == "{{<" and re.fullmatch(r"\{\{[<%]-?\s*/\s*" + re.escape(st.fence_name) + r"\s*-?[>%]\}\}",
+                                                    text.strip()):
+                st.fence, st.fence_name = None, ""
+                return "```"
             elif "hugo" in self.families and "{{" in text and _HUGO.search(text):
                 # Hugo renders shortcodes inside code blocks too (a site variable in a config sample)
                 return _HUGO.sub(lambda m: self._hugo(m, block=False) or "", text)
@@ -76,11 +80,28 @@ class Reader(Constructs):
             if text.strip() == "---":  # an MDC component's YAML props: settings, nothing shown
                 st.skip = "props"
                 return None
+        if st.mdx_fences and closes_fence(text, st.mdx_fences[-1]):
+            st.mdx_fences = st.mdx_fences[:-1]
+            return None
         fence = _FENCE.match(text)
         if fence:
+            if "docusaurus" in self.families and text.strip()[len(fence.group(1)):].strip() == "mdx-code-block" \
+                    and (not st.mdx_fences or len(fence.group(1)) < len(st.mdx_fences[-1])):
+                # Docusaurus renders an `mdx-code-block` fence's content as MDX, not as code (one
+                # may hold another written with fewer backticks)
+                st.mdx_fences = (*st.mdx_fences, fence.group(1))
+                return None
             st.fence = fence.group(1)
             return text if dedented else raw
 
+        commented = False
+        if "<!--" in text:  # a comment the page never shows, whole or opening here
+            text, opened = without_comments(text)
+            text, commented = _SPACES.sub(" ", text).rstrip(), True
+            if opened:
+                st.skip = "html_comment"
+            if not text.strip():
+                return None
         stripped = text.strip()
         block = self._block(stripped, text, containers)
         if block is not False:
@@ -94,7 +115,7 @@ class Reader(Constructs):
         read = self._inline(text)
         if read != text:
             read = _SPACES.sub(" ", read).rstrip()
-        return read if (read != text or dedented) else raw
+        return read if (read != text or dedented or commented) else raw
 
     def _skipping(self, text: str) -> str | None:
         st = self._state
@@ -113,6 +134,24 @@ class Reader(Constructs):
             if st.depth <= 0:
                 st.skip, st.depth = None, 0
             return None
+        if st.skip == "hugo":
+            st.jsx += " " + stripped
+            closed = re.search(r"[>%]\}\}", stripped)
+            if not closed:
+                return None
+            st.skip, whole, st.jsx = None, st.jsx, ""
+            match = _HUGO.match(whole)
+            return self._hugo(match, block=True) if match else whole
+        if st.skip == "hugo_comment":
+            if re.search(r"\{\{[<%]-?\s*/\s*comment\s*-?[>%]\}\}", stripped):
+                st.skip = None
+            return None
+        if st.skip == "html_comment":
+            if "-->" not in text:
+                return None
+            st.skip = None
+            rest = text[text.index("-->") + 3:]
+            return rest if rest.strip() else None
         if st.skip == "comment":
             if re.search(r"\{%-?\s*endcomment\s*-?%\}", stripped):
                 st.skip = None
@@ -163,13 +202,18 @@ class Reader(Constructs):
             match = _HUGO.fullmatch(stripped)
             if match:
                 return self._hugo(match, block=True)
+        if "hugo" in fam and stripped[:3] in ("{{<", "{{%") and "}}" not in stripped \
+                and re.match(r"^\{\{[<%]-?\s*/?\s*[\w./-]+", stripped):
+            # a shortcode whose parameters run over several lines: read once it is whole
+            self._state.skip, self._state.jsx = "hugo", stripped
+            return None
         if "jekyll" in fam and stripped.startswith("{"):
             read = self._jekyll_block(stripped)
             if read is not _NEXT:
                 return read
-        alert = _GITHUB_ALERT.match(text)
-        if alert:
-            return f"{alert.group(1)}{mark(alert.group(2))}:"
+        alert = _GITHUB_ALERT.match(text) if "[!" in text else None
+        if alert and alert.group(2).lower() in ADMONITION_TYPES:
+            return f"{alert.group(1)}{_admonition_line(alert.group(2), alert.group(3) or '')}"
         return False
 
     def _mkdocs_block(self, stripped: str, indent: int, containers: list):
@@ -180,6 +224,7 @@ class Reader(Constructs):
             containers.append(_Container("indent", indent + 4 + max(
                 (c.indent for c in containers if c.kind == "indent"), default=0)))
             title = match.group(4)
+            title = _MK_ICON.sub("", title).strip() if title else title  # an icon before the title shows as an icon
             if title is not None and not title.strip():
                 return f"{mark(match.group(2))}:"
             return _admonition_line(match.group(2), title if title is not None else "")
@@ -187,7 +232,7 @@ class Reader(Constructs):
         if match:
             containers.append(_Container("indent", indent + 4 + max(
                 (c.indent for c in containers if c.kind == "indent"), default=0)))
-            return _label_line(match.group(1))
+            return _label_line(_MK_ICON.sub("", match.group(1)).strip())
         match = _MK_SNIPPET.match(stripped) if "8<" in stripped else None
         if match:
             target = next((g for g in match.groups() if g), None)
@@ -263,6 +308,13 @@ class Reader(Constructs):
         return _NEXT
 
 
+def closes_fence(line: str, marker: str) -> bool:
+    """Whether `line` closes a fence opened by `marker`: the same character, at least as many, nothing else."""
+    stripped = line.strip()
+    return len(line) - len(line.lstrip(" ")) <= 3 and len(stripped) >= len(marker) \
+        and not stripped.strip(marker[0])
+
+
 def read_lines(lines: list[str], dialect: Dialect = Dialect(), source: str = "", start: int = 0,
                keep_states: bool = False) -> Reading:
     """The reading of `lines[start:]`, one entry per line (lines before `start`, such as front
@@ -284,7 +336,7 @@ def read_fragment(text: str, dialect: Dialect, source: str = "", state: ReadStat
     if state is not None and state.fence is not None and reading.strip():
         # a part that starts inside a code block: its reading opens the block again, so the code
         # shows as code (and is told apart from prose) where the part is read on its own
-        fence = "```" if state.fence == "{%" else state.fence
+        fence = "```" if state.fence in ("{%", "{{<") else state.fence
         reading = f"{fence}\n{reading}"
     return reading
 

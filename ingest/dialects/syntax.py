@@ -29,6 +29,13 @@ _MK_SNIPPET = re.compile(r"^-{1,2}8<-{1,2}\s*(?:\"([^\"]*)\"|'([^']*)'|(\S+))?\s
 _MK_ICON = re.compile(r":(?:material|octicons|fontawesome|simple|fontawesome-solid|fontawesome-regular)-[\w-]+:"
                       r"(?:\{[^}\n]*\})?")
 _MK_ABBREVIATION = re.compile(r"^\*\[[^\]]+\]:\s")
+# an attribute list at the end of a heading or paragraph line (`## Usage { #usage }`, `{#footer}`,
+# `{ id="9.7" data-toc-label="9.7" }`), or alone on its line (`{ .annotate }`): the page shows none
+_TRAILING_ATTRS = re.compile(r"(?:(?<=\S)\s+|^\s*)\{:?\s*(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
+                             r"(?:\s+(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+)))*\s*\}\s*$")
+# HTML comments: no site shows them (MkDocs Material's `<!-- md:version -->` macros draw a badge)
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ATTR_LIST = re.compile(r"(?<=[)\]*_`])\{:?\s*(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
                         r"(?:\s+(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+)))*\s*\}")
 # Docusaurus / MDX
@@ -52,9 +59,13 @@ _BOLD_LINE = re.compile(r"^(?:\*\*|__)(.+?)(?:\*\*|__)\s*$")
 _HUGO = re.compile(r"\{\{([<%])-?\s*(/?)\s*([\w./-]+)(.*?)\s*-?([>%])\}\}")
 # Jekyll / Liquid
 _LIQUID = re.compile(r"\{%-?\s*(\w+)(.*?)-?%\}")
+# Liquid output: a quoted path through a URL filter reads as the path; a site variable as nothing
+_LIQUID_PATH = re.compile(r"\{\{-?\s*(['\"])([^'\"{}]*)\1\s*\|\s*(?:relative_url|absolute_url|prepend:[^}]*)\s*-?\}\}")
+_LIQUID_VARIABLE = re.compile(r"\{\{-?\s*(?:site|page|jekyll)\.[\w.]+\s*-?\}\}")
 _KRAMDOWN_IAL = re.compile(r"^\{:\s*([^}]*)\}\s*$")
 # GitHub alerts
-_GITHUB_ALERT = re.compile(r"^(\s*>\s*)\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.IGNORECASE)
+# GitHub's five types, and the other admonition types and a title that Hugo themes and Obsidian allow
+_GITHUB_ALERT = re.compile(r"^(\s*>\s*)\[!([A-Za-z]+)\][-+]?(?:\s+(.*?))?\s*$")
 _SPACES = re.compile(r"(?<=\S)[ ]{2,}(?=\S)")
 
 
@@ -107,3 +118,20 @@ def _admonition_line(kind: str | None, title: str = "") -> str:
 def _label_line(label: str) -> str:
     label = label.strip()
     return label if not label or label.endswith((":", "?", "!", ".")) else f"{label}:"
+
+
+def without_comments(text: str) -> tuple[str, bool]:
+    """`text` without its HTML comments, and whether a comment opens in it that a later line
+    closes. A comment shown in a code span (`` `<!-- more -->` ``) is text."""
+    out, opened, last = [], False, 0
+    for span in [*_CODE_SPAN.finditer(text), None]:
+        prose = text[last:span.start() if span else len(text)]
+        if not opened:
+            prose = _HTML_COMMENT.sub("", prose)
+            if "<!--" in prose:
+                prose, opened = prose[:prose.index("<!--")], True
+            out.append(prose)
+            if span:
+                out.append(span.group(0))
+        last = span.end() if span else len(text)
+    return "".join(out), opened

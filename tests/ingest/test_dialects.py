@@ -83,8 +83,17 @@ def test_nothing_is_lost_and_text_is_as_written(settings, name):
 @pytest.mark.parametrize("name", PLAIN)
 def test_plain_markdown_reads_as_written(chunker, name):
     for chunk in chunker.chunk_path(DATA / name, DATA).chunks:
-        assert chunk.reading == chunk.text
-        assert chunk.embed_text.split("\n\n", 1)[1].startswith(chunk.text)
+        # the one difference: a part that starts inside a code block shows it as code
+        reopened = chunk.reading.removeprefix("```\n") if chunk.part_index > 1 else chunk.reading
+        assert reopened == chunk.text
+        assert chunk.embed_text.split("\n\n", 1)[1].startswith(chunk.reading)
+
+
+def test_a_part_that_starts_inside_a_code_block_reads_as_code(chunker):
+    chunks = [c for c in chunker.chunk_path(DATA / "long.md", DATA).chunks if c.reading != c.text]
+    assert chunks and all(c.part_index > 1 and c.reading == "```\n" + c.text for c in chunks)
+    plain = {c.chunk_id: c for c in Chunker(dialect=Dialect(frozenset())).chunk_path(DATA / "long.md", DATA).chunks}
+    assert all(plain[c.chunk_id].reading == c.text for c in chunks)  # a folder without a dialect reads as written
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -209,3 +218,28 @@ def test_hugo_callouts_and_site_variables_read_as_the_page_shows_them():
              'Open `https://{{< sitevar name="domain" nojs="example.com" >}}`.']
     assert read_lines(lines, Dialect(frozenset({"hugo"}))).lines == ["Note:", "Body.", None,
                                                                     "Open `https://example.com`."]
+
+
+def test_leftover_syntax_counts_comments_and_mdx_code_block_fences_outside_code():
+    assert leftover_syntax("Text <!-- a note for writers -->", ["hugo"]) == ["hugo"]
+    assert leftover_syntax("Write `<!-- more -->` to cut the excerpt.", ["hugo"]) == []
+    assert leftover_syntax("```mdx-code-block\n<Tabs>\n```", ["docusaurus"]) == ["docusaurus"]
+    # a fence closes only with as many backticks as it opened with: the inner block is code
+    assert leftover_syntax("````md\n```\n:::tip\n```\n````", ["docusaurus"]) == []
+
+
+def test_a_part_inside_an_mdx_code_block_reads_as_mdx():
+    dialect = Dialect(frozenset({"docusaurus"}))
+    lines = ["````mdx-code-block", "<Tabs>", '<TabItem value="a" label="Linux">', "", "Run it.", "</TabItem>",
+             "</Tabs>", "````", "", "```js", "<Tabs>", "```"]
+    reading = read_lines(lines, dialect, keep_states=True)
+    assert reading.lines[:8] == [None, None, "Linux:", "", "Run it.", None, None, None]
+    assert reading.lines[10] == "<Tabs>"  # a code fence after it is code again
+    assert read_fragment("\n".join(lines[4:8]), dialect, state=reading.states[4]) == "Run it."
+
+
+def test_html_comments_and_heading_ids_leave_the_reading():
+    dialect = Dialect(frozenset({"hugo"}))
+    lines = ["## Restoring {#restoring}", "Stop it first. <!-- link the page -->", "<!--", "hidden", "-->", "Shown."]
+    assert read_lines(lines, dialect).lines == ["## Restoring", "Stop it first.", None, None, None, "Shown."]
+    assert read_lines(lines, Dialect(frozenset())).lines == lines  # a plain folder reads as written
