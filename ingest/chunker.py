@@ -164,8 +164,10 @@ class Chunker:
             doc_title = self._short_heading(doc_title)
         for piece in pieces:
             piece.heading_path = [self._short_heading(title) for title in piece.heading_path]
+        # a heading the page shows nothing of (a comment macro) leaves no empty crumb behind
         crumb_lists = [([doc_title] if doc_title else [])
-                       + [read_inline(label, self.dialect) for label in heading_labels(p.heading_path)] for p in pieces]
+                       + [crumb for crumb in (read_inline(label, self.dialect) for label in heading_labels(p.heading_path))
+                          if crumb.strip()] for p in pieces]
         breadcrumbs = [BREADCRUMB_SEPARATOR.join(c) or source for c in crumb_lists]
         unique = sorted(set(breadcrumbs))
         breadcrumb_tokens = dict(zip(unique, self.counter.count_pieces(unique)))

@@ -243,3 +243,12 @@ def test_html_comments_and_heading_ids_leave_the_reading():
     lines = ["## Restoring {#restoring}", "Stop it first. <!-- link the page -->", "<!--", "hidden", "-->", "Shown."]
     assert read_lines(lines, dialect).lines == ["## Restoring", "Stop it first.", None, None, None, "Shown."]
     assert read_lines(lines, Dialect(frozenset())).lines == lines  # a plain folder reads as written
+
+
+def test_a_heading_the_page_shows_nothing_of_leaves_no_empty_crumb():
+    chunker = Chunker(dialect=Dialect(frozenset({"mkdocs"})))
+    body = " ".join(["Turns the table of contents on for every page."] * 40)  # too long to merge into the parent
+    text = f"# Guide\n\n{body}\n\n## <!-- md:setting toc -->\n\n{body}\n"
+    chunk = next(c for c in chunker.chunk_text(text, "guide.md") if c.heading_path[1:])
+    assert chunk.embed_text.startswith("Guide\n\n")
+    assert chunk.heading_path == ["Guide", "<!-- md:setting toc -->"]  # the headings as written
