@@ -122,16 +122,25 @@ def _label_line(label: str) -> str:
 
 def without_comments(text: str) -> tuple[str, bool]:
     """`text` without its HTML comments, and whether a comment opens in it that a later line
-    closes. A comment shown in a code span (`` `<!-- more -->` ``) is text."""
-    out, opened, last = [], False, 0
-    for span in [*_CODE_SPAN.finditer(text), None]:
-        prose = text[last:span.start() if span else len(text)]
-        if not opened:
-            prose = _HTML_COMMENT.sub("", prose)
-            if "<!--" in prose:
-                prose, opened = prose[:prose.index("<!--")], True
-            out.append(prose)
-            if span:
-                out.append(span.group(0))
-        last = span.end() if span else len(text)
-    return "".join(out), opened
+    closes. Read left to right, as a site does: a comment shown in a code span (`` `<!-- more -->` ``)
+    is text, and a code span inside a comment is comment. Only a line that starts with `<!--` opens a
+    comment over several lines (CommonMark's HTML block); an unclosed `<!--` later in a line is text."""
+    out, i = [], 0
+    while True:
+        opener = text.find("<!--", i)
+        if opener == -1:
+            out.append(text[i:])
+            return "".join(out), False
+        span = _CODE_SPAN.search(text, i)
+        if span and span.start() < opener:
+            out.append(text[i:span.end()])
+            i = span.end()
+            continue
+        end = text.find("-->", opener + 4)
+        if end == -1:
+            if text[:opener].strip():
+                out.append(text[i:])
+                return "".join(out), False
+            return "".join(out) + text[i:opener], True
+        out.append(text[i:opener])
+        i = end + 3

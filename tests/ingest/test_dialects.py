@@ -252,3 +252,9 @@ def test_a_heading_the_page_shows_nothing_of_leaves_no_empty_crumb():
     chunk = next(c for c in chunker.chunk_text(text, "guide.md") if c.heading_path[1:])
     assert chunk.embed_text.startswith("Guide\n\n")
     assert chunk.heading_path == ["Guide", "<!-- md:setting toc -->"]  # the headings as written
+
+
+def test_a_comment_holding_a_code_span_closes_on_its_line_and_an_unclosed_one_mid_line_is_text():
+    dialect = Dialect(frozenset({"mkdocs"}))
+    lines = ["<!-- md:default `material/tags` -->", "", "Use this setting.", "A literal <!-- in prose.", "Shown."]
+    assert read_lines(lines, dialect).lines == [None, "", "Use this setting.", "A literal <!-- in prose.", "Shown."]
