@@ -145,7 +145,7 @@ class Chunker:
         if read_otherwise:
             # A "heading" made of lines the page does not show is none: CommonMark reads an MDC
             # component's opener above its YAML props (`::card{…}` / `---`) as a setext heading.
-            # and a "# comment" in a shortcode's body that the site shows as code is no heading either
+            # Nor is a "# comment" in a shortcode's body that the site shows as code (a Hugo code tab).
             shown = [h for h in doc.headings if all(reading.lines[i] is not None for i in range(h.start, h.end + 1))
                      and not (reading.states and reading.states[h.start].fence == "{{<")]
             if len(shown) != len(doc.headings):

@@ -24,7 +24,7 @@ class ReadState:
     # "html_comment", "hugo" (a shortcode over several lines), "hugo_comment"
     depth: int = 0  # brace depth of an `export` block
     pending_title: int | None = None  # a reading line waiting for an MDC callout's bold title
-    jsx: str = ""  # a multi-line JSX opening tag read so far
+    jsx: str = ""  # a multi-line JSX opening tag (or Hugo shortcode) read so far
     opened: bool = False  # the line before opened an MDC component (YAML props may follow)
     # MDX components imported from Markdown files (`import Steps from './_steps.md'`): name -> path.
     # Replaced, never changed in place: the states kept for each line share it.
