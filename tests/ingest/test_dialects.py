@@ -258,3 +258,8 @@ def test_a_comment_holding_a_code_span_closes_on_its_line_and_an_unclosed_one_mi
     dialect = Dialect(frozenset({"mkdocs"}))
     lines = ["<!-- md:default `material/tags` -->", "", "Use this setting.", "A literal <!-- in prose.", "Shown."]
     assert read_lines(lines, dialect).lines == [None, "", "Use this setting.", "A literal <!-- in prose.", "Shown."]
+
+
+def test_a_construct_named_in_a_code_span_is_no_syntax_left():
+    assert leftover_syntax("Embed files with the `--8<--` notation.", ["mkdocs"]) == []
+    assert leftover_syntax("Embed files:\n--8<-- \"x.md\"", ["mkdocs"]) == ["mkdocs"]
