@@ -348,7 +348,7 @@ def parent_intros(groups: dict[str, list[dict]], chosen: dict[str, set[int]], ro
     intros = {}
     for cost, _, gid, intro in sorted(candidates, key=lambda c: (c[0], c[1])):  # shortest first
         if cost <= room:
-            intros[gid] = [{**intro, "similarity": None, "rerank_score": None}]
+            intros[gid] = [{**intro, **_scores(None)}]
             room -= cost
     return intros
 

@@ -12,6 +12,9 @@ from ingest.dialects.syntax import (_ATTR_LIST, _HUGO, _INCLUDE_NAMES, _JSX_INLI
                                     _icon_kind, _label_line, attributes, label_of, positional, without_comments)
 
 
+_HUGO_TABS = ("tab", "tabs-item", "tabitem")
+
+
 class Constructs:
     """The readings of the constructs of each family: `Reader` reads the lines and finds them;
     these give what the page shows for one (a shortcode, a JSX tag, an MDC component, ...)."""
@@ -95,14 +98,14 @@ class Constructs:
         if lower == "comment" and block:  # its body is a note for the writers: the page shows nothing
             self._state.skip = "hugo_comment"
             return None
-        language = (args[0] if args else attrs.get("lang", "")) if lower == "highlight" else (
-            attrs.get("lang") or attrs.get("codelang") or ("text" if attrs.get("code") == "true" else ""))
-        if block and language and (lower == "highlight" or lower in ("tab", "tabs-item", "tabitem")):
-            # the body is code, highlighted (a tab of a code group): it reads as a fence
-            self._state.fence, self._state.fence_name = "{{<", lower
-            label = "" if lower == "highlight" else (attrs.get("name") or attrs.get("title") or attrs.get("header")
-                                                     or (args[0] if args else ""))
-            return f"{_label_line(label)}\n```{language}" if label else f"```{language}"
+        if block and (lower == "highlight" or lower in _HUGO_TABS):
+            language = (args[0] if args else attrs.get("lang", "")) if lower == "highlight" else (
+                attrs.get("lang") or attrs.get("codelang") or ("text" if attrs.get("code") == "true" else ""))
+            if language:  # the body is code, highlighted (a tab of a code group): it reads as a fence
+                self._state.fence, self._state.fence_name = "{{<", lower
+                label = "" if lower == "highlight" else (attrs.get("name") or attrs.get("title")
+                                                         or attrs.get("header") or (args[0] if args else ""))
+                return f"{_label_line(label)}\n```{language}" if label else f"```{language}"
         if lower in ("sitevar", "param", "var", "siteparam") and not block:
             # the value shown where the site's own value is unknown (`nojs`), else the variable's name
             return attrs.get("nojs") or attrs.get("default") or attrs.get("name") or (args[0] if args else "")
@@ -118,7 +121,7 @@ class Constructs:
                 title, kind = title or kind, lower
             line = _admonition_line(kind, title)
             return line if block else f"{line} "
-        if lower in ("tab", "tabs-item", "tabitem"):
+        if lower in _HUGO_TABS:
             label = attrs.get("name") or attrs.get("title") or attrs.get("label") or attrs.get("header") or (
                 args[0] if args else "")
             return _label_line(label) if block else label

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ingest.dialects.syntax import _CODE_SPAN, _FENCE
+from ingest.dialects.syntax import _CODE_SPAN, _FENCE, closes_fence
 
 FAMILIES = ("mkdocs", "docusaurus", "mdc", "hugo", "jekyll")
 # What a folder without a dialect reads as, and what a manifest from before dialects means.
@@ -82,8 +82,8 @@ def _without_fences(text: str) -> str:
         opened = _FENCE.match(line)
         if fence is None and opened:
             fence = opened.group(1)
-        elif fence is not None and len(line.strip()) >= len(fence) and not line.strip().strip(fence[0]):
-            fence = None  # a fence closes with as many of its character as it opened with, or more
+        elif fence is not None and closes_fence(line, fence):
+            fence = None
         elif fence is None:
             kept.append(line)
     return "\n".join(kept)
@@ -143,15 +143,16 @@ _LEFTOVER = {
 
 
 _MDX_CODE_BLOCK = re.compile(r"^ {0,3}`{3,}\s*mdx-code-block\s*$", re.MULTILINE)
-_HTML_COMMENT_LEFT = re.compile(r"<!--")
 
 
 def leftover_syntax(reading: str, families: Iterable[str] = FAMILIES) -> list[str]:
     """The recognised constructs whose syntax still shows in `reading` outside code fences and
     code spans (for the tests and the benchmark that count them): the family names found."""
     prose = _CODE_SPAN.sub("", _without_fences(reading))  # a construct named in a code span is text
-    return [family for family in families if _LEFTOVER[family].search(prose)
-            or (family == "docusaurus" and _MDX_CODE_BLOCK.search(reading)) or _HTML_COMMENT_LEFT.search(prose)]
+    comment = "<!--" in prose  # no dialect's page shows one
+    mdx_fence = _MDX_CODE_BLOCK.search(reading) is not None
+    return [family for family in families if comment or _LEFTOVER[family].search(prose)
+            or (family == "docusaurus" and mdx_fence)]
 
 
 def reading_of(block: dict) -> str:

@@ -11,7 +11,8 @@ from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPO
                                     _IMPORT, _IMPORT_CLOSE, _IMPORT_MARKDOWN, _IMPORT_OPEN, _INCLUDE_NAMES, _JSX_LINE,
                                     _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION,
                                     _MK_ADMONITION, _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES,
-                                    _admonition_line, _label_line, mark, without_comments)
+                                    _admonition_line, _label_line, closes_fence, mark,
+                                    without_comments)
 
 # what a family's block step answers for a line that is none of its constructs
 _NEXT = object()
@@ -80,7 +81,7 @@ class Reader(Constructs):
             if text.strip() == "---":  # an MDC component's YAML props: settings, nothing shown
                 st.skip = "props"
                 return None
-        if st.mdx_fences and closes_fence(text, st.mdx_fences[-1]):
+        if st.mdx_fences and _indent(text) <= 3 and closes_fence(text, st.mdx_fences[-1]):
             st.mdx_fences = st.mdx_fences[:-1]
             return None
         fence = _FENCE.match(text)
@@ -306,13 +307,6 @@ class Reader(Constructs):
             kind = next((c for c in classes if c in ADMONITION_TYPES or c.endswith("-title")), None)
             return _admonition_line(kind.removesuffix("-title")) if kind else None
         return _NEXT
-
-
-def closes_fence(line: str, marker: str) -> bool:
-    """Whether `line` closes a fence opened by `marker`: the same character, at least as many, nothing else."""
-    stripped = line.strip()
-    return len(line) - len(line.lstrip(" ")) <= 3 and len(stripped) >= len(marker) \
-        and not stripped.strip(marker[0])
 
 
 def read_lines(lines: list[str], dialect: Dialect = Dialect(), source: str = "", start: int = 0,

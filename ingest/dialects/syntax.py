@@ -33,8 +33,8 @@ _MK_ABBREVIATION = re.compile(r"^\*\[[^\]]+\]:\s")
 # `{ id="9.7" data-toc-label="9.7" }`), or alone on its line (`{ .annotate }`): the page shows none
 _TRAILING_ATTRS = re.compile(r"(?:(?<=\S)\s+|^\s*)\{:?\s*(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
                              r"(?:\s+(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+)))*\s*\}\s*$")
-# HTML comments: no site shows them (MkDocs Material's `<!-- md:version -->` macros draw a badge)
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# a code span: HTML comments in one are text (no site shows a comment outside one;
+# MkDocs Material's `<!-- md:version -->` macros draw a badge)
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ATTR_LIST = re.compile(r"(?<=[)\]*_`])\{:?\s*(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
                         r"(?:\s+(?:[.#][\w-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+)))*\s*\}")
@@ -144,3 +144,10 @@ def without_comments(text: str) -> tuple[str, bool]:
             return "".join(out) + text[i:opener], True
         out.append(text[i:opener])
         i = end + 3
+
+
+def closes_fence(line: str, marker: str) -> bool:
+    """Whether `line` closes a backtick or tilde fence opened by `marker`: the same character, at
+    least as many, nothing else."""
+    stripped = line.strip()
+    return len(stripped) >= len(marker) and not stripped.strip(marker[0])
