@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 # 3: heading paths keep an explicit {#id} as written; 4: breadcrumbs render inline Markdown;
 # 5: docs-site dialects read for their meaning (`reading`), front matter titles (`page_title`);
 # 6: the parent section's intro chunk named at ingest (`parent_group_id`); 7: readings leave out HTML
-# comments and attribute lists, read `mdx-code-block` fences as MDX, icons in tab titles, Liquid output
-CHUNKER_VERSION = "7"
+# comments and attribute lists, read `mdx-code-block` fences as MDX, icons in tab titles, Liquid output;
+# 8: HTML read as the page shows it (wrappers' tags nothing, text elements their text)
+CHUNKER_VERSION = "8"
 
 # Field order of the public record (`fieldguide chunks`, the store, result lines).
 RECORD_FIELDS = (

@@ -9,7 +9,8 @@ from ingest.dialects.state import _Container, ReadState
 from ingest.dialects.syntax import (_ATTR_LIST, _HUGO, _INCLUDE_NAMES, _JSX_INLINE_SELF,
                                     _JSX_INLINE_TAG, _JSX_LINE, _LIQUID, _LIQUID_PATH, _LIQUID_VARIABLE, _MDC_INLINE,
                                     _MDX_COMMENT, _MK_ICON, _TRAILING_ATTRS, ADMONITION_TYPES, _admonition_line,
-                                    _icon_kind, _label_line, attributes, label_of, positional, without_comments)
+                                    _icon_kind, _label_line, attributes, html_as_shown, label_of, positional,
+                                    without_comments)
 
 
 _HUGO_TABS = ("tab", "tabs-item", "tabitem")
@@ -175,6 +176,8 @@ class Constructs:
             text = _LIQUID_VARIABLE.sub("", _LIQUID_PATH.sub(lambda m: m.group(2), text))
         if "{" in text:  # a heading's id or a paragraph's attribute list, which every site generator reads
             text = _TRAILING_ATTRS.sub("", text)
+        if "<" in text:  # inline HTML, which every site renders
+            text = html_as_shown(text)
         return text
 
     def _mdc_inline(self, match: re.Match) -> str:

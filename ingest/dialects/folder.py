@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ingest.dialects.syntax import _CODE_SPAN, _FENCE, closes_fence
+from ingest.dialects.syntax import (_CODE_SPAN, _FENCE, _HTML_BLOCK_TAG, _HTML_CODE_TAG, _HTML_TEXT_TAG,
+                                    _HTML_WRAPPER_LINE, closes_fence)
 
 FAMILIES = ("mkdocs", "docusaurus", "mdc", "hugo", "jekyll")
 # What a folder without a dialect reads as, and what a manifest from before dialects means.
@@ -142,6 +143,9 @@ _LEFTOVER = {
 }
 
 
+# (a `<br>` is left out: a diagram's labels in a component's props hold it as their own syntax)
+_HTML_SHOWN_AS_TEXT = re.compile("|".join(p.pattern for p in (_HTML_WRAPPER_LINE, _HTML_BLOCK_TAG, _HTML_TEXT_TAG,
+                                                                  _HTML_CODE_TAG)), re.IGNORECASE | re.MULTILINE)
 _MDX_CODE_BLOCK = re.compile(r"^ {0,3}`{3,}\s*mdx-code-block\s*$", re.MULTILINE)
 
 
@@ -149,7 +153,8 @@ def leftover_syntax(reading: str, families: Iterable[str] = FAMILIES) -> list[st
     """The recognised constructs whose syntax still shows in `reading` outside code fences and
     code spans (for the tests and the benchmark that count them): the family names found."""
     prose = _CODE_SPAN.sub("", _without_fences(reading))  # a construct named in a code span is text
-    comment = "<!--" in prose  # no dialect's page shows one
+    # no dialect's page shows a comment, a wrapper's tags or a text element's
+    comment = "<!--" in prose or _HTML_SHOWN_AS_TEXT.search(prose) is not None
     mdx_fence = _MDX_CODE_BLOCK.search(reading) is not None
     return [family for family in families if comment or _LEFTOVER[family].search(prose)
             or (family == "docusaurus" and mdx_fence)]

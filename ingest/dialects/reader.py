@@ -7,12 +7,12 @@ from dataclasses import replace
 from ingest.dialects.constructs import Constructs
 from ingest.dialects.folder import Dialect
 from ingest.dialects.state import _Container, Reading, ReadState, _expand, _indent, join_reading
-from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPORT, _FENCE, _GITHUB_ALERT, _HUGO,
-                                    _IMPORT, _IMPORT_CLOSE, _IMPORT_MARKDOWN, _IMPORT_OPEN, _INCLUDE_NAMES, _JSX_LINE,
-                                    _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION,
-                                    _MK_ADMONITION, _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES,
-                                    _admonition_line, _label_line, closes_fence, mark,
-                                    without_comments)
+from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPORT, _FENCE, _GITHUB_ALERT,
+                                    _HTML_OPEN_AT_END, _HTML_TITLE_LINE, _HUGO, _IMPORT, _IMPORT_CLOSE, _IMPORT_MARKDOWN, _IMPORT_OPEN,
+                                    _INCLUDE_NAMES, _JSX_LINE, _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT,
+                                    _MDX_COMMENT, _MK_ABBREVIATION, _MK_ADMONITION, _MK_ICON, _MK_SNIPPET, _MK_TAB,
+                                    _SPACES, ADMONITION_TYPES, _admonition_line, _label_line, closes_fence,
+                                    html_as_shown, html_wrapper_reading, mark, without_comments)
 
 # what a family's block step answers for a line that is none of its constructs
 _NEXT = object()
@@ -108,15 +108,29 @@ class Reader(Constructs):
         if block is not False:
             return block
         if st.pending_title is not None:
-            title = _BOLD_LINE.match(stripped)
+            title = _BOLD_LINE.match(stripped) or _HTML_TITLE_LINE.match(stripped)
             index, st.pending_title = st.pending_title, None
             if title and 0 <= index < len(out) and out[index] is not None:
-                out[index] = f"{out[index]} {title.group(1).strip()}"
+                out[index] = f"{out[index]} {_SPACES.sub(' ', self._inline(title.group(title.lastindex))).strip()}"
                 return None
         read = self._inline(text)
+        if "<" in read:
+            read = self._html_tag_at_end(read)
+            if read is None:
+                return None
         if read != text:
             read = _SPACES.sub(" ", read).rstrip()
         return read if (read != text or dedented or commented) else raw
+
+    def _html_tag_at_end(self, read: str) -> str | None:
+        """`read` without an HTML opening tag that its line leaves open (`<a` then `href="…">` on the
+        next lines, skipped until the tag closes); None when nothing is left."""
+        opened = _HTML_OPEN_AT_END.search(read)
+        if not opened or read[:opened.start()].count("`") % 2:  # in a code span: text
+            return read
+        self._state.skip, self._state.jsx = "html_tag", opened.group(1).lower()
+        read = read[:opened.start()].rstrip()
+        return read if read.strip() else None
 
     def _skipping(self, text: str) -> str | None:
         st = self._state
@@ -147,6 +161,13 @@ class Reader(Constructs):
             if re.search(r"\{\{[<%]-?\s*/\s*comment\s*-?[>%]\}\}", stripped):
                 st.skip = None
             return None
+        if st.skip == "html_tag":  # the rest of an HTML opening tag: its attributes show nothing
+            if ">" not in text:
+                return None
+            name, st.skip, st.jsx = st.jsx, None, ""
+            rest = ("`" if name == "code" else "") + text[text.index(">") + 1:]
+            rest = self._html_tag_at_end(self._inline(rest))  # the line may open another
+            return _SPACES.sub(" ", rest).rstrip() if rest and rest.strip() else None
         if st.skip == "html_comment":
             if "-->" not in text:
                 return None
@@ -212,9 +233,16 @@ class Reader(Constructs):
             read = self._jekyll_block(stripped)
             if read is not _NEXT:
                 return read
+        if stripped.startswith("<"):  # every site renders HTML: a wrapper's tags show nothing
+            read = html_wrapper_reading(stripped)
+            if read is not False:
+                if read:  # an admonition: a title line after it completes it
+                    self._state.pending_title = self._out_length
+                return read
         alert = _GITHUB_ALERT.match(text) if "[!" in text else None
         if alert and alert.group(2).lower() in ADMONITION_TYPES:
-            return f"{alert.group(1)}{_admonition_line(alert.group(2), alert.group(3) or '')}"
+            title = _SPACES.sub(" ", self._inline(alert.group(3) or ""))  # an anchor in it shows nothing
+            return f"{alert.group(1)}{_admonition_line(alert.group(2), title)}"
         return False
 
     def _mkdocs_block(self, stripped: str, indent: int, containers: list):
@@ -225,7 +253,8 @@ class Reader(Constructs):
             containers.append(_Container("indent", indent + 4 + max(
                 (c.indent for c in containers if c.kind == "indent"), default=0)))
             title = match.group(4)
-            title = _MK_ICON.sub("", title).strip() if title else title  # an icon before the title shows as an icon
+            # an icon before the title shows as an icon, HTML in it as the page shows it
+            title = html_as_shown(_MK_ICON.sub("", title)).strip() if title else title
             if title is not None and not title.strip():
                 return f"{mark(match.group(2))}:"
             return _admonition_line(match.group(2), title if title is not None else "")
@@ -233,7 +262,7 @@ class Reader(Constructs):
         if match:
             containers.append(_Container("indent", indent + 4 + max(
                 (c.indent for c in containers if c.kind == "indent"), default=0)))
-            return _label_line(_MK_ICON.sub("", match.group(1)).strip())
+            return _label_line(_SPACES.sub(" ", html_as_shown(_MK_ICON.sub("", match.group(1)))).strip())
         match = _MK_SNIPPET.match(stripped) if "8<" in stripped else None
         if match:
             target = next((g for g in match.groups() if g), None)

@@ -63,6 +63,25 @@ _LIQUID = re.compile(r"\{%-?\s*(\w+)(.*?)-?%\}")
 _LIQUID_PATH = re.compile(r"\{\{-?\s*(['\"])([^'\"{}]*)\1\s*\|\s*(?:relative_url|absolute_url|prepend:[^}]*)\s*-?\}\}")
 _LIQUID_VARIABLE = re.compile(r"\{\{-?\s*(?:site|page|jekyll)\.[\w.]+\s*-?\}\}")
 _KRAMDOWN_IAL = re.compile(r"^\{:\s*([^}]*)\}\s*$")
+# HTML, which every site renders: an element that only arranges what it holds (a line
+# `<div class="grid cards" markdown>`, `</details>`) shows nothing, one that holds text shows its
+# text (`<summary>Options</summary>`, `<strong>`, `<kbd>`), `<code>` its code as a code span
+_HTML_WRAPPERS = ("div|span|section|article|aside|figure|center|main|header|footer|nav|details|p|br|hr|"
+                  "table|thead|tbody|tfoot|tr|td|th|ul|ol|li|dl|dt|dd|blockquote")
+_HTML_WRAPPER_LINE = re.compile(rf"^(?:</?(?:{_HTML_WRAPPERS})(?=[\s/>])[^<>]*>\s*)+$", re.IGNORECASE | re.MULTILINE)
+# block elements' tags part what they hold (a blank), inline ones' tags go
+_HTML_BLOCK_TAG = re.compile(r"</?(?:summary|h[1-6]|p|div|details|section|figcaption|center|table|thead|tbody|"
+                             r"tr|td|th|ul|ol|li|dl|dt|dd|blockquote)(?=[\s/>])[^<>]*>", re.IGNORECASE)
+_HTML_TEXT_TAG = re.compile(r"</?(?:span|strong|b|em|i|u|mark|small|sup|sub|kbd|font|a|abbr|var|samp|ins|del|s)"
+                            r"(?=[\s/>])[^<>]*>", re.IGNORECASE)
+# an opening tag whose attributes run on to the next line (`<a` then `href="…">`): the page shows none of it
+_HTML_OPEN_AT_END = re.compile(r"<(code|" + _HTML_WRAPPERS + r"|summary|h[1-6]|figcaption|span|strong|b|em|i|u|"
+                               r"mark|small|sup|sub|kbd|font|a|abbr)(?:\s[^<>]*)?$", re.IGNORECASE)
+_HTML_CODE_TAG = re.compile(r"</?code(?=[\s/>])[^<>]*>", re.IGNORECASE)
+_HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+# a title line in an HTML admonition (`<h5>Title</h5>` after `<div class="note info">`)
+_HTML_TITLE_LINE = re.compile(r"^<(h[1-6]|strong|b)(?=[\s>])[^<>]*>(.+?)</\1>\s*$", re.IGNORECASE)
+_HTML_CLASS = re.compile(r"""\bclass(?:Name)?\s*=\s*["']([^"']*)["']""")
 # GitHub alerts
 # GitHub's five types, and the other admonition types and a title that Hugo themes and Obsidian allow
 _GITHUB_ALERT = re.compile(r"^(\s*>\s*)\[!([A-Za-z]+)\][-+]?(?:\s+(.*?))?\s*$")
@@ -144,6 +163,47 @@ def without_comments(text: str) -> tuple[str, bool]:
             return "".join(out) + text[i:opener], True
         out.append(text[i:opener])
         i = end + 3
+
+
+def html_as_shown(text: str) -> str:
+    """`text` with its inline HTML read as the page shows it: text elements' tags gone, `<code>`
+    a code span, `<br>` a blank. What is in a code span is text, and stays."""
+    if "<" not in text:
+        return text
+    out, i = [], 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_html_outside_code(text[i:span.start()]))
+        out.append(span.group(0))
+        i = span.end()
+    out.append(_html_outside_code(text[i:]))
+    return "".join(out)
+
+
+def _html_outside_code(text: str) -> str:
+    if "<" not in text:
+        return text
+    text = _HTML_BREAK.sub(" ", text)
+    text = _HTML_CODE_TAG.sub("`", text)
+    if _HTML_BLOCK_TAG.search(text):  # tags in a row part their neighbours once; at an end, not at all
+        text = _HTML_BLOCK_TAG.sub("\0", text)
+        text = re.sub(r"^([ \t]*)\0[\0 \t]*", r"\1", text)
+        text = re.sub(r"[ \t]*\0[\0 \t]*$", "", text)
+        text = re.sub(r"[ \t]*\0[\0 \t]*", " ", text)
+    return _HTML_TEXT_TAG.sub("", text)
+
+
+def html_wrapper_reading(stripped: str) -> str | None | bool:
+    """The reading of a line made only of HTML wrapper tags: nothing, or an admonition's mark
+    where a wrapper's class names one (`<div class="note info">` reads `Note:`); False for any
+    other line."""
+    if not _HTML_WRAPPER_LINE.match(stripped):
+        return False
+    opening = _HTML_CLASS.search(stripped) if not stripped.startswith("</") else None
+    kinds = [c for c in opening.group(1).lower().split() if c in ADMONITION_TYPES] if opening else []
+    if not kinds:
+        return None
+    # `admonition warning`: the class that says more than "note" marks it
+    return _admonition_line(next((k for k in kinds if mark(k) != "Note"), kinds[0]))
 
 
 def closes_fence(line: str, marker: str) -> bool:

@@ -263,3 +263,25 @@ def test_a_comment_holding_a_code_span_closes_on_its_line_and_an_unclosed_one_mi
 def test_a_construct_named_in_a_code_span_is_no_syntax_left():
     assert leftover_syntax("Embed files with the `--8<--` notation.", ["mkdocs"]) == []
     assert leftover_syntax("Embed files:\n--8<-- \"x.md\"", ["mkdocs"]) == ["mkdocs"]
+
+
+def test_html_reads_as_the_page_shows_it():
+    """Every site renders HTML: a wrapper's tags show nothing, a text element shows its text, an
+    admonition's class marks it, an opening tag over several lines shows none of its attributes.
+    An image stays (it is a screenshot), and so does what a code span names."""
+    dialect = Dialect(frozenset({"mkdocs"}))
+    lines = ['<div class="grid cards" markdown>', "", "- **Fast**", "", "</div>",
+             '<div class="admonition warning">', "<h5>Back up <em>first</em></h5>", "</div>",
+             '<p align="center"><img src="/img/home.png" alt="Home"></p>',
+             "Press <kbd>Ctrl</kbd>+<kbd>K</kbd>, then run <code>serve</code>.<br>",
+             "Write `<div markdown>` around a grid. Send an email to <a", '  href="mailto:x@example.com">us</a>.',
+             "<table><tr><td>one</td><td>two</td></tr></table>", '> [!TIP] In-page targets <a id="tip"></a>']
+    assert read_lines(lines, dialect).lines == [
+        None, "", "- **Fast**", "", None, "Warning: Back up first", None, None, '<img src="/img/home.png" alt="Home">',
+        "Press Ctrl+K, then run `serve`.", "Write `<div markdown>` around a grid. Send an email to", "us.", "one two",
+        "> Tip: In-page targets"]
+    assert read_lines(lines, Dialect(frozenset())).lines == lines  # a folder without a dialect reads as written
+    # HTML left in a reading counts as syntax left; an image, a code span or a comparison does not
+    assert leftover_syntax("Press <kbd>Ctrl</kbd>.", ["mkdocs"]) == ["mkdocs"]
+    assert leftover_syntax('Text\n<div class="grid">\nMore', ["hugo"]) == ["hugo"]
+    assert leftover_syntax('<img src="/img/a.png"> and `<div>` when a <b or x < y', ["mkdocs"]) == []
