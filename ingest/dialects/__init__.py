@@ -26,7 +26,7 @@ source line, what the rendered page shows in its place (its *reading*):
 | Jekyll / Liquid | `{% include x.md %}`, `{% if %}` …, `{% highlight py %}`, `{: .note }` | an include, nothing, a code fence, `Note:` |
 | | a quoted path put through `relative_url` in `{{ … }}`, `{{ site.repository }}` | the path, nothing |
 | every dialect | `<!-- comments -->` (not in a code span), a heading's `{#id}` or a line's `{ .class }` | nothing |
-| | HTML wrappers (`<div class="grid cards" markdown>`, `</details>`, table and list tags), a tag over several lines | nothing |
+| | HTML wrappers (`<div class="grid cards" markdown>`, `</details>`, table tags), a tag over lines | nothing |
 | | `<div class="note info">` (a class naming an admonition type), then `<h5>Title</h5>` | `Note: Title` |
 | | `<summary>`, `<strong>`, `<kbd>`, `<a href>` …, `<code>x</code>`, `<br>` | their text, `` `x` ``, a blank |
 | GitHub (and Hugo themes) | `> [!WARNING]`, `> [!INFO] Title` | `> Warning:`, `> Note: Title` |

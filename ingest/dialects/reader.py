@@ -8,11 +8,12 @@ from ingest.dialects.constructs import Constructs
 from ingest.dialects.folder import Dialect
 from ingest.dialects.state import _Container, Reading, ReadState, _expand, _indent, join_reading
 from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPORT, _FENCE, _GITHUB_ALERT,
-                                    _HTML_OPEN_AT_END, _HTML_TITLE_LINE, _HUGO, _IMPORT, _IMPORT_CLOSE, _IMPORT_MARKDOWN, _IMPORT_OPEN,
-                                    _INCLUDE_NAMES, _JSX_LINE, _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT,
-                                    _MDX_COMMENT, _MK_ABBREVIATION, _MK_ADMONITION, _MK_ICON, _MK_SNIPPET, _MK_TAB,
-                                    _SPACES, ADMONITION_TYPES, _admonition_line, _label_line, closes_fence,
-                                    html_as_shown, html_wrapper_reading, mark, without_comments)
+                                    _HTML_OPEN_AT_END, _HTML_TITLE_LINE, _HUGO, _IMPORT, _IMPORT_CLOSE,
+                                    _IMPORT_MARKDOWN, _IMPORT_OPEN, _INCLUDE_NAMES, _JSX_LINE, _JSX_OPEN_START,
+                                    _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION, _MK_ADMONITION,
+                                    _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES, _admonition_line,
+                                    _label_line, closes_fence, html_as_shown, html_wrapper_reading, mark,
+                                    without_comments)
 
 # what a family's block step answers for a line that is none of its constructs
 _NEXT = object()
