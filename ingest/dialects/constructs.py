@@ -49,7 +49,7 @@ class Constructs:
         return None
 
     def _next_index(self) -> int:
-        return self._out_length  # the opener's own index: the bold line after it completes it
+        return self._out_length  # the opener's own index: the title line after it completes it
 
     def _jsx_tag(self, tag: str, containers: list | None = None) -> str | None:
         match = _JSX_LINE.match(tag.strip())

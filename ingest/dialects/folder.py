@@ -154,9 +154,9 @@ def leftover_syntax(reading: str, families: Iterable[str] = FAMILIES) -> list[st
     code spans (for the tests and the benchmark that count them): the family names found."""
     prose = _CODE_SPAN.sub("", _without_fences(reading))  # a construct named in a code span is text
     # no dialect's page shows a comment, a wrapper's tags or a text element's
-    comment = "<!--" in prose or _HTML_SHOWN_AS_TEXT.search(prose) is not None
+    shown_by_none = "<!--" in prose or _HTML_SHOWN_AS_TEXT.search(prose) is not None
     mdx_fence = _MDX_CODE_BLOCK.search(reading) is not None
-    return [family for family in families if comment or _LEFTOVER[family].search(prose)
+    return [family for family in families if shown_by_none or _LEFTOVER[family].search(prose)
             or (family == "docusaurus" and mdx_fence)]
 
 

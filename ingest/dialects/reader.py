@@ -62,7 +62,7 @@ class Reader(Constructs):
         dedented = body_indent > 0
 
         if st.fence is not None:
-            if text.lstrip().startswith(st.fence) and not text.strip().strip(st.fence[0]):
+            if st.fence[0] in "`~" and closes_fence(text, st.fence):
                 st.fence = None
             elif st.fence == "{%" and _LIQUID.fullmatch(text.strip()) and "endhighlight" in text:
                 st.fence = None
@@ -238,7 +238,7 @@ class Reader(Constructs):
             read = html_wrapper_reading(stripped)
             if read is not False:
                 if read:  # an admonition: a title line after it completes it
-                    self._state.pending_title = self._out_length
+                    self._state.pending_title = self._next_index()
                 return read
         alert = _GITHUB_ALERT.match(text) if "[!" in text else None
         if alert and alert.group(2).lower() in ADMONITION_TYPES:
