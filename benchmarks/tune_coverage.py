@@ -71,6 +71,7 @@ async def collect(paths: list[str], settings, answers: str | None = None) -> Non
                                   "standalone_question": state.get("standalone_question"),
                                   "abstain": bool(state.get("abstain")), "coverage": state.get("coverage"),
                                   "coverage_reason": state.get("coverage_reason"),
+                                  "closest_only": state.get("closest_only") or "",
                                   "signals": state.get("coverage_signals") or {},
                                   "evidence": [u["text"] for u in state.get("evidence") or []]},
                                  ensure_ascii=False), flush=True)
@@ -96,11 +97,13 @@ def figures(rows: list[dict], decide) -> dict:
 
 
 def decider(overrides: dict | None = None):
-    from nodes.coverage import NOT_COVERED, Signals, verdict
+    from nodes.coverage import NOT_COVERED, PARTIAL, Signals, verdict
 
     def decide(row: dict) -> str:
         if row["abstain"]:
             return NOT_COVERED
+        if row.get("closest_only"):  # kept for its closest candidates: partial whatever the signals
+            return PARTIAL
         known = {k: v for k, v in row["signals"].items() if k in Signals.__dataclass_fields__}  # older dumps
         return verdict(Signals(**known), **(overrides or {}))[0]
 

@@ -158,6 +158,10 @@ class Settings(BaseSettings):
     closest_for_follow_ups: Annotated[bool, PerRequest()] = Field(
         True, description="A follow-up whose candidates do not stand out keeps the closest of them and is answered "
         "`partial` (the docs may not say; here is the closest they come) instead of abstaining.")
+    partial_band: Annotated[float, PerRequest(ge=0.0, le=1.0)] = Field(
+        0.6, description="A question whose best candidate stands out by at least this share of the abstain margin, "
+        "and falls short of the strict minimum by less than the rest of a margin, keeps its closest candidates and is "
+        "answered `partial` instead of abstaining (1: it abstains).")
     dedupe: Annotated[bool, PerRequest()] = Field(
         False, description="Drop a candidate that nearly repeats a better-ranked one's text before the chunk cap.")
     labels: Annotated[str | None, PerRequest(as_type=tuple[str, ...])] = Field(

@@ -134,7 +134,7 @@ class QueryState(TypedDict):
     abstain_reason: NotRequired[str]  # why cap abstained ("" when it did not)
     nearest: NotRequired[list[Candidate]]  # closest sections, named when abstaining
     unmentioned: NotRequired[list[str]]  # what a follow-up names that no chunk holds (cap abstains on it)
-    closest_only: NotRequired[str]  # why a follow-up kept candidates none of which stood out (coverage: partial)
+    closest_only: NotRequired[str]  # why a turn kept candidates none of which stood out enough (coverage: partial)
     answer: NotRequired[str]
     citations: NotRequired[list[Citation]]
     sentences: NotRequired[list[CheckedSentence]]

@@ -28,10 +28,15 @@ When nothing survives, the turn abstains: the generator will say the docs do not
 cover the question and name the nearest sections (the best reranked candidates, or the best
 search results when none passed the similarity threshold).
 
-A follow-up is the exception (with `closest_for_follow_ups` on): when nothing of its candidates
-stands out, or none reaches the strict minimum, it keeps the best of them within the window
-below the best, and `closest_only` says why: the coverage verdict is then `partial`, and the
-reader is told the docs may not answer it and shown the closest they come. The conversation's
+Two kinds of turn are the exception. A question that misses the thresholds narrowly
+(`near_miss`: its best candidate stands out by at least `partial_band` of the abstain margin, and
+falls short of the strict minimum by less than the rest of a margin) and a follow-up (with
+`closest_for_follow_ups` on) whatever its miss keep the best of their candidates within the
+window below the best, and `closest_only` says why: the coverage verdict is then `partial`, and
+the reader is told the docs may not answer it and shown the closest they come. A verdict in three
+grades needs no hard line at the margin: on the unseen sets one answerable question in seven
+missed it by less than half a margin, as did a few unanswerable ones, and no margin parts them
+(docs/benchmarks/answers.md, "Questions that narrowly miss the margin"). The conversation's
 topic was covered one turn before, and a follow-up's few words ("And how do I get rid of it
 entirely later?") leave its candidates flat: near a CLI reference's many sibling pages, the right
 one stands out of them too little (docs/BENCHMARKS.md, "Follow-ups that stand out too little").
@@ -160,6 +165,15 @@ def pool_scores(ranked: list[dict], searched: list[dict]) -> list[float]:
     return scores + section_scores(below, [c["similarity"] for c in below])
 
 
+def near_miss(stands_out: float, best: float, margin: float, minimum: float, band: float) -> bool:
+    """Whether a question that abstains by the thresholds missed them by less than the band allows:
+    its best candidate stands out by at least `band` of the abstain margin, and falls short of the
+    strict minimum by less than the rest of a margin (`partial_band`; 1 allows no miss)."""
+    if band >= 1.0 or margin <= 0:
+        return False
+    return stands_out >= band * margin and best >= minimum - (1.0 - band) * margin
+
+
 def thresholds(options, config) -> tuple[float, float, float | None]:
     """(abstain margin, strict minimum, window below the best): the request's, else the index's."""
     margin, minimum, window = options.abstain_margin, options.rerank_min, options.rank_window
@@ -194,7 +208,9 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
             kept = [c for c in ranked if c["rerank_score"] >= floor]
             if not kept:
                 reason = f"no candidate reaches the strict minimum {minimum:.3f} (best {best:.3f})"
-        if not kept and options.closest_for_follow_ups and state.get("condensed_by") in ("rules", "model"):
+        follow_up = options.closest_for_follow_ups and state.get("condensed_by") in ("rules", "model")
+        near = near_miss(stands_out, best, margin, minimum, options.partial_band)
+        if not kept and (follow_up or near):
             within = [c for c in ranked if c["rerank_score"] >= best - window] if window is not None else []
             kept = within or ranked[:1]
             closest_only, reason = reason, ""

@@ -1,9 +1,9 @@
 """coverage: whether the quoted evidence answers the question — `covered`, `partial` or `not_covered`.
 
 `cap` abstains when nothing stands out of the question's candidates: that turn is
-`not_covered`. A follow-up whose candidates do not stand out keeps the closest of them instead
-(`closest_only`): that turn is `partial`, whatever the quotes hold (unless the chat model, when
-asked, reads them as answering it). Any other turn has quotes, and quotes always look like an answer, so this node
+`not_covered`. A follow-up whose candidates do not stand out, and a question that missed the
+thresholds narrowly, keep the closest of them instead (`closest_only`): that turn is `partial`,
+whatever the quotes hold (unless the chat model, when asked, reads them as answering it). Any other turn has quotes, and quotes always look like an answer, so this node
 asks whether they stand for what was asked. Its signals (`Signals`), all read against the
 quoted units rather than the whole context:
 
@@ -265,7 +265,8 @@ def coverage(state: dict, config: RunnableConfig = None) -> dict:
         found.above_floor, found.similarity = above_floor, similarity
         result, reason = verdict(found)
         if state.get("closest_only"):
-            result, reason = PARTIAL, f"nothing stands out for this follow-up ({state['closest_only']})"
+            asked = "follow-up" if state.get("condensed_by") in ("rules", "model") else "question"
+            result, reason = PARTIAL, f"nothing stands out for this {asked} ({state['closest_only']})"
         options = options_for(config)
         if options.coverage_judge and is_endpoint(resources.settings.chat_provider) and blocks:
             found.judge = judge_with_model(resources.chat_model, state.get("standalone_question")

@@ -156,15 +156,18 @@ def test_the_judges_reading_is_one_more_input_never_the_only_one():
     assert with_judgement(PARTIAL, "r", said(None)) == (PARTIAL, "r")
 
 
-def test_a_follow_up_kept_for_its_closest_candidates_is_partial_whatever_its_quotes_hold():
+def test_a_turn_kept_for_its_closest_candidates_is_partial_whatever_its_quotes_hold():
     from fakes import config_for, make_resources
 
     state = {"question": "And how is it made up?", "standalone_question": "How is the price made up?",
-             "context": [PRICE_BLOCK], "evidence": [], "rerank_results": [], "timings_ms": {},
-             "closest_only": "the best score 0.61 stands 0.02 above the median"}
+             "condensed_by": "rules", "context": [PRICE_BLOCK], "evidence": [], "rerank_results": [],
+             "timings_ms": {}, "closest_only": "the best score 0.61 stands 0.02 above the median"}
     update = coverage(state, config_for(make_resources([])))
     assert update["coverage"] == PARTIAL
     assert update["coverage_reason"] == ("nothing stands out for this follow-up "
                                          "(the best score 0.61 stands 0.02 above the median)")
+    alone = coverage(dict(state, question="How is the price made up?", condensed_by="none"),
+                     config_for(make_resources([])))
+    assert alone["coverage"] == PARTIAL and alone["coverage_reason"].startswith("nothing stands out for this question (")
     update = coverage(dict(state, closest_only=""), config_for(make_resources([])))
     assert update["coverage_reason"].startswith("the quotes hold")

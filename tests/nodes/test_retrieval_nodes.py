@@ -301,15 +301,41 @@ def test_a_follow_up_that_stands_out_too_little_keeps_the_closest_candidates_ins
     low = cap(follow_up_state("And how do I get rid of it later?", ranked_pool([0.9, 0.2, 0.1, 0.1])),
               config_for(resources, abstain_margin=0.1, rerank_min=0.95))
     assert [c["chunk_id"] for c in low["cap_results"]] == ["c0"] and "strict minimum 0.950" in low["closest_only"]
-    # a question that stands alone abstains as before; so does a follow-up with the switch off
+    # a question that stands alone and misses the margin by more than the band abstains as before;
+    # so does a follow-up with the switch off
     alone = cap(dict(follow_up_state("How do I delete an allowlist?", flat, "none"), messages=[]), config)
     assert alone["abstain"] is True and alone["closest_only"] == "" and "stands 0.035" in alone["abstain_reason"]
     off = cap(follow_up_state("And how do I get rid of it later?", flat),
-              config_for(resources, abstain_margin=0.1, rerank_min=0.0, closest_for_follow_ups=False))
+              config_for(resources, abstain_margin=0.1, rerank_min=0.0, closest_for_follow_ups=False,
+                         partial_band=1.0))
     assert off["abstain"] is True and off["closest_only"] == ""
     # one that stands out is kept as usual, with nothing to say about it
     clear = cap(follow_up_state("And how do I get rid of it later?", ranked_pool([0.9, 0.5, 0.4, 0.4])), config)
     assert clear["abstain"] is False and clear["closest_only"] == ""
+
+
+def test_a_question_that_narrowly_misses_the_thresholds_keeps_its_closest_candidates():
+    from fieldguide.calibration import Calibration
+    from nodes.cap import near_miss
+
+    resources = make_resources([], rank_window=2.0)
+    resources._calibration = Calibration(rerank_min=0.3, abstain_margin=0.1, margin_unit=0.05, screen_share=0.2,
+                                         scorer="lexical-fallback", chunks=10, probes=30)
+    alone = lambda ranked: dict(follow_up_state("How do I delete an allowlist?", ranked, "none"), messages=[])  # noqa: E731
+    # the best stands 0.07 above the median (0.7 of the margin): within a band of 0.6, not of 0.8
+    near = ranked_pool([0.66, 0.61, 0.60, 0.59, 0.59, 0.58, 0.45, 0.44])
+    update = cap(alone(near), config_for(resources, abstain_margin=0.1, rerank_min=0.0, partial_band=0.6))
+    assert update["abstain"] is False and "stands 0.070 above the median" in update["closest_only"]
+    assert [c["chunk_id"] for c in update["cap_results"]] == ["c0", "c1", "c2", "c3", "c4", "c5"]
+    assert cap(alone(near), config_for(resources, abstain_margin=0.1, rerank_min=0.0, partial_band=0.8))["abstain"]
+    assert cap(alone(near), config_for(resources, abstain_margin=0.1, rerank_min=0.0, partial_band=1.0))["abstain"]
+    # short of the strict minimum by less than the rest of a margin (0.04 of 0.1 left by a band of 0.6)
+    clear = ranked_pool([0.66, 0.40, 0.40, 0.39, 0.38])
+    short = cap(alone(clear), config_for(resources, abstain_margin=0.1, rerank_min=0.69, partial_band=0.6))
+    assert short["abstain"] is False and "strict minimum 0.690" in short["closest_only"]
+    assert cap(alone(clear), config_for(resources, abstain_margin=0.1, rerank_min=0.71, partial_band=0.6))["abstain"]
+    assert near_miss(0.06, 0.5, 0.1, 0.0, 0.6) and not near_miss(0.059, 0.5, 0.1, 0.0, 0.6)
+    assert not near_miss(0.06, 0.5, 0.0, 0.0, 0.6)  # no margin measured: nothing to miss narrowly
 
 
 def test_hybrid_search_gives_bm25_a_condensed_follow_ups_own_words_only():
