@@ -8,7 +8,8 @@ embed, search, rerank, evidence and the check read instead of the raw question.
   (`prompts/condense.md`). A rewrite that is empty, runs over several lines, or keeps none
   of the follow-up's own terms is not trusted: the rules decide instead.
 * `rules`, deterministic: a question that leans on the previous one (it opens with "And",
-  "What about", ...; it points back with "it", "them", "that way", ...; or it names almost
+  "What about", ...; it points back with "it", "them", "that way", "the second kind", ...; it
+  compares with one side named, "How is the manual option different?"; or it names almost
   nothing itself) gets the topic of the previous turn carried over, after " — about: ":
   the heading of the section the previous answer was drawn from, which names that topic
   in the docs' own words (the previous question's key terms when it had no answer), and the
@@ -57,10 +58,14 @@ _POINTS_BACK = re.compile(
     r"morning|evening|time|way)\b)[a-z]+[^s\W]\b|\bthough\b|"
     r"\b(?:that|this)\s*[?.!,]|\b(?:that|this) (?:on|off|up|down|back|out|away|again)\b|\bthe same\b|"
     r"\bone of (?:them|those|these)\b|"
-    # "the most verbose one", "the other one", "the cheapest one": a choice among what the previous
+    # "the most verbose one", "the other one", "the second kind": a choice among what the previous
     # answer listed ("the team one shared login" is a number, not a choice)
     r"\bthe (?:other|first|second|third|last|next|previous|same|new|old|default|[a-z]+est|(?:most|least) [a-z]+) "
-    r"one\b(?![\w-])|\b(?:too|as well|either|then|instead|also)\s*[?.!]*\s*$", re.IGNORECASE)
+    r"(?:one|kind|type|sort|mode|variant)\b(?![\w-])|\b(?:too|as well|either|then|instead|also)\s*[?.!]*\s*$|"
+    # a comparison that names one side ("How is the manual option different?"): the other is what
+    # the previous turn was about ("How are roles and policies different?" names both)
+    r"^(?!.*\b(?:and|between|vs|versus|or|than|from)\b).*\b(?:different|differ|compare|better|worse)\s*[?.!]*\s*$",
+    re.IGNORECASE)
 _THERE_IS = re.compile(r"\bthere (?:is|are|was|were|will|'s)\b|\b(?:is|are|was|were) there\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 MIN_OWN_TERMS = 2  # a question naming fewer terms than this leans on the conversation

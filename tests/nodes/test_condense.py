@@ -28,6 +28,8 @@ PREVIOUS_CONTEXT = [{"chunk_id": "x", "source": "budgeting/categories.md", "rera
     "Can I export that path view as an image?",
     "Is the most verbose one OK to leave on in production?",
     "Does the other one keep my settings?",
+    "Do the second kind slow down the page?",
+    "How is the manual option different?",
 ])
 def test_questions_that_lean_on_the_previous_turn(question):
     assert leans_on_previous(question)
@@ -42,6 +44,7 @@ def test_questions_that_lean_on_the_previous_turn(question):
     "When I compare this week with last year, do the weekdays line up?",
     "Where do I enter the one-time password from my authenticator app?",
     "Can I give everyone in the team one shared login?",
+    "How are roles and policies different?",
 ])
 def test_questions_that_stand_on_their_own(question):
     assert not leans_on_previous(question)
