@@ -136,7 +136,9 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
     held = quoted_terms(evidence, blocks)
     found = {w for w in own if stem(w) in held or w in held}
     total = sum(weights.values()) or 1.0
-    missing = sorted((w for w in own if w not in found), key=lambda w: -weights[w])
+    # the weightiest first; of words equally rare in the docs (often: in none of them), the longer,
+    # as words are rarer the longer they are ("cryptocurrency" before "pay")
+    missing = sorted((w for w in own if w not in found), key=lambda w: (-weights[w], -len(w)))
     close, semantic = 1.0, None
     if unit_vectors is not None and len(unit_vectors):
         if missing and embed is not None:

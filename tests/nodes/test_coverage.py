@@ -35,6 +35,9 @@ def test_a_question_whose_rare_word_the_quotes_lack_is_missing_it():
     weights = {w: idf_of(w, DF, N) for w in ("pay", "booking", "cryptocurrency")}
     assert s.found == pytest.approx(weights["booking"] / sum(weights.values()))
     assert s.names == []  # written in lower case: a word, not a name
+    # a word no chunk holds ties with any other such word: the longer (the rarer in English) leads
+    unheld = signals("Can I pay for a booking with cryptocurrency?", QUOTE, [PRICE_BLOCK], {"booking": 3}, N)
+    assert unheld.missing == ["cryptocurrency", "pay"]
 
 
 def test_words_in_the_quotes_or_their_breadcrumb_are_found():
