@@ -14,6 +14,7 @@ from ingest.dialects.syntax import (_ATTR_LIST, _HUGO, _INCLUDE_NAMES, _JSX_INLI
 
 
 _HUGO_TABS = ("tab", "tabs-item", "tabitem")
+_HUGO_TAB_PANES = ("tabpane", "tabs")
 
 
 class Constructs:
@@ -93,13 +94,22 @@ class Constructs:
         _, closing, name, rest, _ = match.groups()
         lower = name.lower().rsplit("/", 1)[-1]
         if closing:
+            if lower in _HUGO_TAB_PANES:
+                self._state.markdown_tabs = False
             return None if block else ""
         attrs = attributes(rest)
         args = positional(rest)
+        if lower in _HUGO_TAB_PANES:  # it only arranges its tabs: its parameters are settings
+            self._state.markdown_tabs = attrs.get("text", "").lower() == "true"
+            return None if block else ""
         if lower == "comment" and block:  # its body is a note for the writers: the page shows nothing
             self._state.skip = "hugo_comment"
             return None
-        if block and (lower == "highlight" or lower in _HUGO_TABS):
+        # a tab's body is code in its language, unless the tab or its pane says it holds text
+        # (Markdown, which may hold code fences of its own)
+        markdown_tab = lower in _HUGO_TABS and (attrs.get("text", "").lower() == "true" if "text" in attrs
+                                                else self._state.markdown_tabs)
+        if block and (lower == "highlight" or lower in _HUGO_TABS) and not markdown_tab:
             language = (args[0] if args else attrs.get("lang", "")) if lower == "highlight" else (
                 attrs.get("lang") or attrs.get("codelang") or ("text" if attrs.get("code") == "true" else ""))
             if language:  # the body is code, highlighted (a tab of a code group): it reads as a fence

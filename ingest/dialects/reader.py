@@ -13,7 +13,7 @@ from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPO
                                     _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION, _MK_ADMONITION,
                                     _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES, _admonition_line,
                                     _label_line, closes_fence, html_as_shown, html_wrapper_reading, mark,
-                                    without_comments)
+                                    shortcodes_only, without_comments)
 
 # what a family's block step answers for a line that is none of its constructs
 _NEXT = object()
@@ -67,10 +67,8 @@ class Reader(Constructs):
             elif st.fence == "{%" and _LIQUID.fullmatch(text.strip()) and "endhighlight" in text:
                 st.fence = None
                 return "```"
-            elif st.fence == "{{<" and re.fullmatch(r"\{\{[<%]-?\s*/\s*" + re.escape(st.fence_name) + r"\s*-?[>%]\}\}",
-                                                    text.strip()):
-                st.fence, st.fence_name = None, ""
-                return "```"
+            elif st.fence == "{{<" and text.lstrip().startswith("{{") and self._closes_hugo_fence(text.strip()):
+                return self._hugo_line(shortcodes_only(text.strip()))
             elif "hugo" in self.families and "{{" in text and _HUGO.search(text):
                 # Hugo renders shortcodes inside code blocks too (a site variable in a config sample)
                 return _HUGO.sub(lambda m: self._hugo(m, block=False) or "", text)
@@ -222,9 +220,9 @@ class Reader(Constructs):
             if read is not _NEXT:
                 return read
         if "hugo" in fam and stripped.startswith("{{") and stripped.endswith("}}"):
-            match = _HUGO.fullmatch(stripped)
-            if match:
-                return self._hugo(match, block=True)
+            shortcodes = shortcodes_only(stripped)
+            if shortcodes:
+                return self._hugo_line(shortcodes)
         if "hugo" in fam and stripped[:3] in ("{{<", "{{%") and "}}" not in stripped \
                 and re.match(r"^\{\{[<%]-?\s*/?\s*[\w./-]+", stripped):
             # a shortcode whose parameters run over several lines: read once it is whole
@@ -245,6 +243,32 @@ class Reader(Constructs):
             title = _SPACES.sub(" ", self._inline(alert.group(3) or ""))  # an anchor in it shows nothing
             return f"{alert.group(1)}{_admonition_line(alert.group(2), title)}"
         return False
+
+    def _closes_hugo_fence(self, stripped: str) -> bool:
+        """Whether a line of shortcodes starts with the one that ends the shortcode read as code."""
+        shortcodes = shortcodes_only(stripped)
+        return bool(shortcodes) and self._ends_hugo_fence(shortcodes[0])
+
+    def _ends_hugo_fence(self, match: re.Match) -> bool:
+        return bool(match.group(2)) and match.group(3).lower().rsplit("/", 1)[-1] == self._state.fence_name
+
+    def _hugo_line(self, shortcodes: list[re.Match]) -> str | None:
+        """A line of shortcodes, each read as if alone on its line (`{{% /tab %}} {{% tab "B" %}}`
+        ends a tab and opens the next)."""
+        st = self._state
+        readings = []
+        for match in shortcodes:
+            if st.fence == "{{<":  # the one that ends the code, or one shown inside it
+                if self._ends_hugo_fence(match):
+                    st.fence, st.fence_name = None, ""
+                    readings.append("```")
+                else:
+                    readings.append(self._hugo(match, block=False) or "")
+                continue
+            read = self._hugo(match, block=True)
+            if read is not None:
+                readings.append(read)
+        return "\n".join(readings) if readings else None
 
     def _mkdocs_block(self, stripped: str, indent: int, containers: list):
         """An admonition, a content tab, a snippet or an abbreviation line; else _NEXT."""

@@ -19,6 +19,7 @@ class ReadState:
     containers: tuple = ()
     fence: str | None = None  # the fence marker while inside a code fence
     fence_name: str = ""  # the shortcode whose body reads as code, while fence is "{{<"
+    markdown_tabs: bool = False  # a Hugo tab pane whose tabs hold Markdown, not code (Docsy's `text=true`), is open
     mdx_fences: tuple = ()  # the markers of the Docusaurus `mdx-code-block` fences open (read as MDX), outermost first
     skip: str | None = None  # "props" (MDC YAML props), "import", "export", "snippets", "jsx", "comment",
     # "html_comment", "hugo" (a shortcode over several lines), "hugo_comment", "html_tag" (an HTML

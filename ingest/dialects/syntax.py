@@ -55,8 +55,9 @@ _JSX_INLINE_TAG = re.compile(r"</?([A-Z][\w.]*)((?:\s[^<>]*?)?)\s*>")
 _MDC_INLINE = re.compile(r"(?<![\w:\\/])(:[A-Za-z][\w-]*)(?:\[([^\]\n]*)\])?(\{[^}\n]*\})?")
 _MDC_SLOT = re.compile(r"^#[A-Za-z][\w-]*\s*$")
 _BOLD_LINE = re.compile(r"^(?:\*\*|__)(.+?)(?:\*\*|__)\s*$")
-# Hugo
-_HUGO = re.compile(r"\{\{([<%])-?\s*(/?)\s*([\w./-]+)(.*?)\s*-?([>%])\}\}")
+# Hugo: a shortcode's parameters end at its first closing delimiter, so a line of several
+# shortcodes (`{{% /tab %}} {{% tab "B" %}}`) is several, not one whose parameters hold the rest
+_HUGO = re.compile(r"\{\{([<%])-?\s*(/?)\s*([\w./-]+)((?:(?![>%]\}\}).)*?)\s*-?([>%])\}\}")
 # Jekyll / Liquid
 _LIQUID = re.compile(r"\{%-?\s*(\w+)(.*?)-?%\}")
 # Liquid output: a quoted path through a URL filter reads as the path; a site variable as nothing
@@ -204,6 +205,17 @@ def html_wrapper_reading(stripped: str) -> str | None | bool:
         return None
     # `admonition warning`: the class that says more than "note" marks it
     return _admonition_line(next((k for k in kinds if mark(k) != "Note"), kinds[0]))
+
+
+def shortcodes_only(stripped: str) -> list[re.Match] | None:
+    """The Hugo shortcodes of a line made only of them (`{{% /tab %}} {{% tab "B" %}}`), else None."""
+    found, end = [], 0
+    for match in _HUGO.finditer(stripped):
+        if stripped[end:match.start()].strip():
+            return None
+        found.append(match)
+        end = match.end()
+    return found if found and not stripped[end:].strip() else None
 
 
 def closes_fence(line: str, marker: str) -> bool:

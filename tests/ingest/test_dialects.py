@@ -285,3 +285,19 @@ def test_html_reads_as_the_page_shows_it():
     assert leftover_syntax("Press <kbd>Ctrl</kbd>.", ["mkdocs"]) == ["mkdocs"]
     assert leftover_syntax('Text\n<div class="grid">\nMore', ["hugo"]) == ["hugo"]
     assert leftover_syntax('<img src="/img/a.png"> and `<div>` when a <b or x < y', ["mkdocs"]) == []
+
+
+def test_a_line_of_several_shortcodes_reads_as_each_on_its_own_line():
+    lines = ["{{< tabpane >}}", '{{< tab header="A" lang="sh" >}}', "run a",
+             '{{< /tab >}} {{< tab header="B" lang="sh" >}}', "run b", "{{< /tab >}}", "{{< /tabpane >}}",
+             '{{% alert title="Mind" %}} Keep **two** copies. {{% /alert %}}']
+    assert read_lines(lines, Dialect(frozenset({"hugo"}))).lines == [
+        None, "A:\n```sh", "run a", "```\nB:\n```sh", "run b", "```", None, "Warning: Mind Keep **two** copies."]
+
+
+def test_a_tab_of_a_text_tab_pane_holds_markdown_not_code():
+    lines = ["{{< tabpane text=true >}}", '{{% tab header="A" lang="yaml" %}}', "```yaml", "a: 1", "```",
+             "{{% /tab %}}", "{{< /tabpane >}}", '{{< tab header="B" lang="yaml" >}}', "b: 2", "{{< /tab >}}"]
+    reading = read_lines(lines, Dialect(frozenset({"hugo"})), keep_states=True)
+    assert reading.lines == [None, "A:", "```yaml", "a: 1", "```", None, None, "B:\n```yaml", "b: 2", "```"]
+    assert reading.states[6].fence is None and reading.states[8].fence == "{{<"  # the pane's end ends its say
