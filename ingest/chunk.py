@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 # 6: the parent section's intro chunk named at ingest (`parent_group_id`); 7: readings leave out HTML
 # comments and attribute lists, read `mdx-code-block` fences as MDX, icons in tab titles, Liquid output;
 # 8: HTML read as the page shows it (wrappers' tags nothing, text elements their text); 9: Hugo tabs
-# that hold Markdown (`text=true`), a line of several shortcodes read as each on its own line
+# that hold Markdown (`text=true`), a line of several shortcodes read as each on its own line, a
+# shortcode over lines in a paragraph
 CHUNKER_VERSION = "9"
 
 # Field order of the public record (`fieldguide chunks`, the store, result lines).

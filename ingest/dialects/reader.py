@@ -8,12 +8,12 @@ from ingest.dialects.constructs import Constructs
 from ingest.dialects.folder import Dialect
 from ingest.dialects.state import _Container, Reading, ReadState, _expand, _indent, join_reading
 from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPORT, _FENCE, _GITHUB_ALERT,
-                                    _HTML_OPEN_AT_END, _HTML_TITLE_LINE, _HUGO, _IMPORT, _IMPORT_CLOSE,
-                                    _IMPORT_MARKDOWN, _IMPORT_OPEN, _INCLUDE_NAMES, _JSX_LINE, _JSX_OPEN_START,
-                                    _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION, _MK_ADMONITION,
-                                    _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES, _admonition_line,
-                                    _label_line, closes_fence, html_as_shown, html_wrapper_reading, mark,
-                                    shortcodes_only, without_comments)
+                                    _HTML_OPEN_AT_END, _HTML_TITLE_LINE, _HUGO, _HUGO_OPEN_AT_END, _IMPORT,
+                                    _IMPORT_CLOSE, _IMPORT_MARKDOWN, _IMPORT_OPEN, _INCLUDE_NAMES, _JSX_LINE,
+                                    _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION,
+                                    _MK_ADMONITION, _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES,
+                                    _admonition_line, _label_line, closes_fence, html_as_shown, html_wrapper_reading,
+                                    mark, shortcodes_only, without_comments)
 
 # what a family's block step answers for a line that is none of its constructs
 _NEXT = object()
@@ -94,10 +94,10 @@ class Reader(Constructs):
             st.fence = fence.group(1)
             return text if dedented else raw
 
-        commented = False
+        cut = False  # part of the line is gone from its reading (a comment, a shortcode's start)
         if "<!--" in text:  # a comment the page never shows, whole or opening here
             text, opened = without_comments(text)
-            text, commented = _SPACES.sub(" ", text).rstrip(), True
+            text, cut = _SPACES.sub(" ", text).rstrip(), True
             if opened:
                 st.skip = "html_comment"
             if not text.strip():
@@ -112,6 +112,12 @@ class Reader(Constructs):
             if title and 0 <= index < len(out) and out[index] is not None:
                 out[index] = f"{out[index]} {_SPACES.sub(' ', self._inline(title.group(title.lastindex))).strip()}"
                 return None
+        if "hugo" in self.families and "{{" in text:
+            before = self._before_open_shortcode(text)
+            if before != text:
+                text, cut = before, True
+                if not text.strip():
+                    return None
         read = self._inline(text)
         if "<" in read:
             read = self._html_tag_at_end(read)
@@ -119,7 +125,16 @@ class Reader(Constructs):
                 return None
         if read != text:
             read = _SPACES.sub(" ", read).rstrip()
-        return read if (read != text or dedented or commented) else raw
+        return read if (read != text or dedented or cut) else raw
+
+    def _before_open_shortcode(self, text: str) -> str:
+        """`text` without a Hugo shortcode that opens at its end and closes on a later line (read
+        there, once whole: `_skipping`)."""
+        opened = _HUGO_OPEN_AT_END.search(text)
+        if not opened or text[:opened.start()].count("`") % 2:  # in a code span: text
+            return text
+        self._state.skip, self._state.jsx = "hugo_inline", opened.group(0).strip()
+        return text[:opened.start()].rstrip()
 
     def _html_tag_at_end(self, read: str) -> str | None:
         """`read` without an HTML opening tag that its line leaves open (`<a` then `href="…">` on the
@@ -148,14 +163,20 @@ class Reader(Constructs):
             if st.depth <= 0:
                 st.skip, st.depth = None, 0
             return None
-        if st.skip == "hugo":
-            st.jsx += " " + stripped
+        if st.skip in ("hugo", "hugo_inline"):
             closed = re.search(r"[>%]\}\}", stripped)
             if not closed:
+                st.jsx += " " + stripped
                 return None
-            st.skip, whole, st.jsx = None, st.jsx, ""
+            # on its own line a shortcode reads as a block (`Warning:`), in a paragraph inline
+            block, whole, rest = st.skip == "hugo", f"{st.jsx} {stripped[:closed.end()]}", stripped[closed.end():]
+            st.skip, st.jsx = None, ""
             match = _HUGO.match(whole)
-            return self._hugo(match, block=True) if match else whole
+            read = (self._hugo(match, block=block) if match else whole) or ""
+            if rest.strip():  # the text after it on the closing line, which may open another
+                read = f"{read} {self._inline(self._before_open_shortcode(rest))}"
+            read = _SPACES.sub(" ", read).strip()
+            return read or None
         if st.skip == "hugo_comment":
             if re.search(r"\{\{[<%]-?\s*/\s*comment\s*-?[>%]\}\}", stripped):
                 st.skip = None

@@ -22,8 +22,8 @@ class ReadState:
     markdown_tabs: bool = False  # a Hugo tab pane whose tabs hold Markdown, not code (Docsy's `text=true`), is open
     mdx_fences: tuple = ()  # the markers of the Docusaurus `mdx-code-block` fences open (read as MDX), outermost first
     skip: str | None = None  # "props" (MDC YAML props), "import", "export", "snippets", "jsx", "comment",
-    # "html_comment", "hugo" (a shortcode over several lines), "hugo_comment", "html_tag" (an HTML
-    # opening tag over several lines; `jsx` holds its name)
+    # "html_comment", "hugo" (a shortcode over several lines), "hugo_inline" (the same in a paragraph),
+    # "hugo_comment", "html_tag" (an HTML opening tag over several lines; `jsx` holds its name)
     depth: int = 0  # brace depth of an `export` block
     pending_title: int | None = None  # a reading line waiting for an MDC callout's bold title
     jsx: str = ""  # a multi-line JSX opening tag (or Hugo shortcode) read so far

@@ -58,6 +58,8 @@ _BOLD_LINE = re.compile(r"^(?:\*\*|__)(.+?)(?:\*\*|__)\s*$")
 # Hugo: a shortcode's parameters end at its first closing delimiter, so a line of several
 # shortcodes (`{{% /tab %}} {{% tab "B" %}}`) is several, not one whose parameters hold the rest
 _HUGO = re.compile(r"\{\{([<%])-?\s*(/?)\s*([\w./-]+)((?:(?![>%]\}\}).)*?)\s*-?([>%])\}\}")
+# a shortcode that opens in a line and closes on a later one (its name may start the next line)
+_HUGO_OPEN_AT_END = re.compile(r"\{\{[<%]-?\s*(?:/?\s*[\w./-]+(?:(?![>%]\}\}).)*)?$")
 # Jekyll / Liquid
 _LIQUID = re.compile(r"\{%-?\s*(\w+)(.*?)-?%\}")
 # Liquid output: a quoted path through a URL filter reads as the path; a site variable as nothing

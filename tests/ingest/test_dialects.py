@@ -301,3 +301,13 @@ def test_a_tab_of_a_text_tab_pane_holds_markdown_not_code():
     reading = read_lines(lines, Dialect(frozenset({"hugo"})), keep_states=True)
     assert reading.lines == [None, "A:", "```yaml", "a: 1", "```", None, None, "B:\n```yaml", "b: 2", "```"]
     assert reading.states[6].fence is None and reading.states[8].fence == "{{<"  # the pane's end ends its say
+
+
+def test_a_shortcode_over_lines_in_a_paragraph_reads_where_it_closes():
+    dialect = Dialect(frozenset({"hugo"}))
+    lines = ['Ask the {{< sitevar name="product"', 'nojs="Tool" >}} team, or the {{%', 'param "desk" %}} desk.',
+             "Type `{{< tab` to start one.", '{{% alert', 'title="Mind" %}} Keep two copies.']
+    reading = read_lines(lines, dialect, keep_states=True)
+    assert reading.lines == ["Ask the", "Tool team, or the", "desk desk.", "Type `{{< tab` to start one.", None,
+                             "Warning: Mind Keep two copies."]
+    assert read_fragment("\n".join(lines[1:3]), dialect, state=reading.states[1]) == "Tool team, or the\ndesk desk."
