@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 # comments and attribute lists, read `mdx-code-block` fences as MDX, icons in tab titles, Liquid output;
 # 8: HTML read as the page shows it (wrappers' tags nothing, text elements their text); 9: Hugo tabs
 # that hold Markdown (`text=true`), a line of several shortcodes read as each on its own line, a
-# shortcode over lines in a paragraph
+# shortcode over lines in a paragraph, a code fence in a list item closed where the item ends
 CHUNKER_VERSION = "9"
 
 # Field order of the public record (`fieldguide chunks`, the store, result lines).

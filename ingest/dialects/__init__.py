@@ -31,6 +31,7 @@ source line, what the rendered page shows in its place (its *reading*):
 | | HTML wrappers (`<div class="grid cards" markdown>`, `</details>`, table tags), a tag over lines | nothing |
 | | `<div class="note info">` (a class naming an admonition type), then `<h5>Title</h5>` | `Note: Title` |
 | | `<summary>`, `<strong>`, `<kbd>`, `<a href>` …, `<code>x</code>`, `<br>` | their text, `` `x` ``, a blank |
+| | a code fence in a list item, left open where a line indented less ends the item | closed there |
 | GitHub (and Hugo themes) | `> [!WARNING]`, `> [!INFO] Title` | `> Warning:`, `> Note: Title` |
 
 An admonition is marked `Note:`, `Tip:` or `Warning:` (its type folded onto these three), then

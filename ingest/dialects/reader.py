@@ -10,10 +10,10 @@ from ingest.dialects.state import _Container, Reading, ReadState, _expand, _inde
 from ingest.dialects.syntax import (_BOLD_LINE, _COLON_CLOSE, _COLON_OPEN, _EXPORT, _FENCE, _GITHUB_ALERT,
                                     _HTML_OPEN_AT_END, _HTML_TITLE_LINE, _HUGO, _HUGO_OPEN_AT_END, _IMPORT,
                                     _IMPORT_CLOSE, _IMPORT_MARKDOWN, _IMPORT_OPEN, _INCLUDE_NAMES, _JSX_LINE,
-                                    _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _MDC_SLOT, _MDX_COMMENT, _MK_ABBREVIATION,
-                                    _MK_ADMONITION, _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES, ADMONITION_TYPES,
-                                    _admonition_line, _label_line, closes_fence, html_as_shown, html_wrapper_reading,
-                                    mark, shortcodes_only, without_comments)
+                                    _JSX_OPEN_START, _KRAMDOWN_IAL, _LIQUID, _LIST_ITEM, _MDC_SLOT, _MDX_COMMENT,
+                                    _MK_ABBREVIATION, _MK_ADMONITION, _MK_ICON, _MK_SNIPPET, _MK_TAB, _SPACES,
+                                    ADMONITION_TYPES, _admonition_line, _label_line, closes_fence, html_as_shown,
+                                    html_wrapper_reading, mark, shortcodes_only, without_comments)
 
 # what a family's block step answers for a line that is none of its constructs
 _NEXT = object()
@@ -60,10 +60,18 @@ class Reader(Constructs):
             return "" if body_indent else raw
         text = line[body_indent:] if body_indent else raw
         dedented = body_indent > 0
+        indent = _indent(line) - body_indent
 
+        if st.fence is not None and st.fence_item and indent < st.fence_item and not self._partial:
+            # the list item that holds the fence ends here, and the fence with it (CommonMark): the
+            # reading closes the code block and reads the line as what it is
+            closing = " " * st.fence_item + st.fence
+            st.fence, st.fence_item, st.item_indent = None, 0, 0
+            read = self._line(line, raw, containers, out)
+            return closing if read is None else f"{closing}\n{read}"
         if st.fence is not None:
             if st.fence[0] in "`~" and closes_fence(text, st.fence):
-                st.fence = None
+                st.fence, st.fence_item = None, 0
             elif st.fence == "{%" and _LIQUID.fullmatch(text.strip()) and "endhighlight" in text:
                 st.fence = None
                 return "```"
@@ -83,6 +91,12 @@ class Reader(Constructs):
         if st.mdx_fences and _indent(text) <= 3 and closes_fence(text, st.mdx_fences[-1]):
             st.mdx_fences = st.mdx_fences[:-1]
             return None
+        item = _LIST_ITEM.match(line, body_indent) if not self._partial else None
+        if item:  # where a list item's content starts: a fence indented as far is in the item
+            spaces = len(item.group(2))
+            st.item_indent = item.end(1) - body_indent + (spaces if spaces <= 4 else 1)
+        elif indent < st.item_indent and not self._partial:  # the item has ended, or a lazy line: none known
+            st.item_indent = 0
         fence = _FENCE.match(text)
         if fence:
             if "docusaurus" in self.families and text.strip()[len(fence.group(1)):].strip() == "mdx-code-block" \
@@ -91,7 +105,7 @@ class Reader(Constructs):
                 # may hold another written with fewer backticks)
                 st.mdx_fences = (*st.mdx_fences, fence.group(1))
                 return None
-            st.fence = fence.group(1)
+            st.fence, st.fence_item = fence.group(1), st.item_indent
             return text if dedented else raw
 
         cut = False  # part of the line is gone from its reading (a comment, a shortcode's start)

@@ -19,6 +19,8 @@ class ReadState:
     containers: tuple = ()
     fence: str | None = None  # the fence marker while inside a code fence
     fence_name: str = ""  # the shortcode whose body reads as code, while fence is "{{<"
+    item_indent: int = 0  # where the content of the list item the lines are in starts (0: none known)
+    fence_item: int = 0  # item_indent of the list item that holds the open code fence: a line indented less ends it
     markdown_tabs: bool = False  # a Hugo tab pane whose tabs hold Markdown, not code (Docsy's `text=true`), is open
     mdx_fences: tuple = ()  # the markers of the Docusaurus `mdx-code-block` fences open (read as MDX), outermost first
     skip: str | None = None  # "props" (MDC YAML props), "import", "export", "snippets", "jsx", "comment",

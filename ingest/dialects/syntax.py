@@ -22,6 +22,8 @@ _INCLUDE_NAMES = frozenset({"partial", "include", "include_relative", "readfile"
 _FENCE = re.compile(r"^ {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 _ATTR = re.compile(r"""([:\w.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|\{["'`]?([^}"'`]*)["'`]?\}|([^\s"'>}]+))""")
 _POSITIONAL = re.compile(r"""(?:^|\s)(?:"([^"]*)"|'([^']*)'|([^\s"'=]+))(?=\s|$)""")
+# a list item's marker and the spaces after it (CommonMark: its content starts after them)
+_LIST_ITEM = re.compile(r" *([-*+]|\d{1,9}[.)])( +)(?=\S)")
 # MkDocs / Material
 _MK_ADMONITION = re.compile(r"^(!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)\s*(?:\"(.*)\")?\s*$")
 _MK_TAB = re.compile(r"^===\+?\s+\"(.*)\"\s*$")

@@ -311,3 +311,14 @@ def test_a_shortcode_over_lines_in_a_paragraph_reads_where_it_closes():
     assert reading.lines == ["Ask the", "Tool team, or the", "desk desk.", "Type `{{< tab` to start one.", None,
                              "Warning: Mind Keep two copies."]
     assert read_fragment("\n".join(lines[1:3]), dialect, state=reading.states[1]) == "Tool team, or the\ndesk desk."
+
+
+def test_a_code_fence_in_a_list_item_ends_with_the_item():
+    dialect = Dialect(frozenset({"docusaurus"}))
+    lines = ["1. Map it:", "", "   ```jsonnet", "   local a = 1;", "", "   a", ":::tip", "", "Body.", "", ":::",
+             "- Also:", "  ```", "code", "  ```", "", "  ```", "A paragraph."]
+    reading = read_lines(lines, dialect, keep_states=True)
+    assert reading.lines[5:11] == ["   a", "   ```\nTip:", "", "Body.", "", None]
+    # the second item ends at `code` (a paragraph after the list): the fence after it is not in an item
+    assert reading.lines[13:] == ["  ```\ncode", "  ```", "", "  ```", "A paragraph."]
+    assert read_fragment("\n".join(lines[5:9]), dialect, state=reading.states[5]) == "```\n   a\n   ```\nTip:\n\nBody."
