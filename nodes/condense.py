@@ -12,8 +12,9 @@ embed, search, rerank, evidence and the check read instead of the raw question.
   compares with one side named, "How is the manual option different?"; or it names almost
   nothing itself) gets the topic of the previous turn carried over, after " — about: ":
   the heading of the section the previous answer was drawn from, which names that topic
-  in the docs' own words (the previous question's key terms when it had no answer), and the
-  name of its page when that names something few chunks of the index mention (`page_name`).
+  in the docs' own words (the previous question's key terms when it had no answer, or only
+  the closest candidates, none of which stood out), and the name of its page when that names
+  something few chunks of the index mention (`page_name`).
   Any other question stands as asked. Carrying the previous question's own words instead drew
   retrieval back to the previous answer's section: follow-ups tend to move to a
   neighbouring one (docs/BENCHMARKS.md, "Follow-ups").
@@ -222,8 +223,10 @@ def condense(state: dict, config: RunnableConfig = None) -> dict:
                 standalone, how = rewrite, "model"
         if how == "none":
             stats = resources.term_stats
-            topic = answered_from(state.get("context") or [], stats.document_frequency if stats else None,
-                                  stats.documents if stats else 0)
+            # a previous turn that kept only its closest candidates (nothing stood out) names its
+            # topic no better than one that abstained: its question's key terms are carried
+            topic = [] if state.get("closest_only") else answered_from(
+                state.get("context") or [], stats.document_frequency if stats else None, stats.documents if stats else 0)
             standalone, how = condense_by_rules(question, previous, topic)
     return {"standalone_question": standalone, "condensed_by": how, "abstain": False, "answer": "", "citations": [],
             "sentences": [], "evidence": [], "evidence_markdown": ""}

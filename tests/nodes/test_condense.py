@@ -87,6 +87,12 @@ def test_the_node_opens_the_turn_and_condenses_by_rules_with_the_local_model():
     assert update["answer"] == "" and update["citations"] == [] and update["abstain"] is False
 
 
+def test_after_a_turn_kept_for_its_closest_candidates_the_previous_questions_words_are_carried():
+    state = dict(follow_up_state(), closest_only="the best score 0.61 stands 0.02 above the median")
+    update = condense(state, config_for(make_resources([], chat_model=None)))
+    assert update["standalone_question"] == "And where do I turn it off? — about: automatic rules"
+
+
 def test_the_first_question_is_its_own_standalone_question():
     update = condense({"question": "  And   what is it? "}, config_for(make_resources([])))
     assert update["standalone_question"] == "And what is it?" and update["condensed_by"] == "none"
