@@ -12,6 +12,8 @@ instead (`fieldguide.bm25`).
 """
 from __future__ import annotations
 
+import math
+
 from fieldguide.words import link_texts, words
 
 STOPWORDS = frozenset(
@@ -45,3 +47,42 @@ def content_word_count(text: str) -> int:
     ASCII every word counts (a Han character is a word of its own, see `fieldguide.words`)."""
     return sum(1 for w in words(link_texts(text))
                if w[0].isalpha() and (not w.isascii() or (len(w) > 2 and w not in STOPWORDS)))
+
+
+def _forms(word: str) -> set[str]:
+    """The word as the index's statistics may hold it (they are not stemmed)."""
+    forms = {word, stem(word)}
+    if word.endswith("s") and len(word) > 3:
+        forms.add(word[:-1])
+    return forms
+
+
+def question_words(question: str) -> list[str]:
+    """The content words of a question (as written, lower case, each once): no stop word, no
+    number, at least two letters."""
+    seen = []
+    for w in words(question):
+        if w in STOPWORDS or len(w) < 2 or w.isdigit() or w in seen:
+            continue
+        seen.append(w)
+    return seen
+
+
+def idf_of(word: str, document_frequency: dict[str, int] | None, documents: int) -> float:
+    """Lucene's idf of the word's most frequent form in the index; 1.0 each without statistics."""
+    if document_frequency is None or documents <= 0:
+        return 1.0
+    df = max(document_frequency.get(form, 0) for form in _forms(word))
+    return math.log(1 + (documents - df + 0.5) / (df + 0.5))
+
+
+def held_share(question: str, held: set[str], document_frequency: dict[str, int] | None, documents: int) -> float:
+    """The share of the question's weight (its content words, each weighed by its idf in the index)
+    on words that `held` (stemmed words) holds; 1.0 for a question without content words."""
+    own = question_words(question)
+    weights = {w: idf_of(w, document_frequency, documents) for w in own}
+    total = sum(weights.values())
+    if not total:
+        return 1.0
+    return sum(weight for w, weight in weights.items() if stem(w) in held or w in held) / total
+

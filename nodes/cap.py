@@ -30,13 +30,16 @@ search results when none passed the similarity threshold).
 
 Two kinds of turn are the exception. A question that misses the thresholds narrowly
 (`near_miss`: its best candidate stands out by at least `partial_band` of the abstain margin, and
-falls short of the strict minimum by less than the rest of a margin) and a follow-up (with
-`closest_for_follow_ups` on) whatever its miss keep the best of their candidates within the
+falls short of the strict minimum by less than the rest of a margin) whose closest candidates
+hold at least `NEAR_MISS_HELD` of its weight (`closest_hold`), and a follow-up (with
+`closest_for_follow_ups` on) whatever its miss, keep the best of their candidates within the
 window below the best, and `closest_only` says why: the coverage verdict is then `partial`, and
 the reader is told the docs may not answer it and shown the closest they come. A verdict in three
 grades needs no hard line at the margin: on the unseen sets one answerable question in seven
 missed it by less than half a margin, as did a few unanswerable ones, and no margin parts them
-(docs/benchmarks/answers.md, "Questions that narrowly miss the margin"). The conversation's
+(docs/benchmarks/answers.md, "Questions that narrowly miss the margin"). A narrow miss whose
+closest sections hold little of what was asked missed by chance, and abstains: on a small index
+the pool is short, and an off-topic question can come near the margin. The conversation's
 topic was covered one turn before, and a follow-up's few words ("And how do I get rid of it
 entirely later?") leave its candidates flat: near a CLI reference's many sibling pages, the right
 one stands out of them too little (docs/BENCHMARKS.md, "Follow-ups that stand out too little").
@@ -49,15 +52,21 @@ import re
 from langchain_core.runnables import RunnableConfig
 
 from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
+from fieldguide.content_words import held_share, stem
 from fieldguide.names import unknown_names
+from fieldguide.words import words
 from graph.options import options_for
 from graph.resources import resources_for
+from graph.state import question_of
 from graph.timing import timed
 from ingest.dialects import reading_of
-from nodes.condense import earlier_questions
+from nodes.condense import earlier_questions, own_part
 from nodes.reassemble import token_cost, under_section
 
 NEAREST_SECTIONS = 3
+# A narrow miss keeps its closest candidates when they hold at least this share of the question's
+# weight (docs/benchmarks/answers.md, "Questions that narrowly miss the margin").
+NEAR_MISS_HELD = 0.3
 # Below this share of the context budget the kept chunks are small ones, and the maximum lets more in.
 SMALL_CONTEXT_SHARE = 0.4
 DUPLICATE_OVERLAP = 0.8  # Jaccard of word trigrams; on the dev corpus copies sit at 0.8-1.0, nearly all other pairs below 0.5
@@ -174,6 +183,14 @@ def near_miss(stands_out: float, best: float, margin: float, minimum: float, ban
     return stands_out >= band * margin and best >= minimum - (1.0 - band) * margin
 
 
+def closest_hold(question: str, closest: list[dict], term_stats) -> float:
+    """The share of the question's weight (its words by their idf in the index) that the closest
+    candidates' readings and headings hold."""
+    held = {stem(w) for c in closest for w in words(reading_of(c) + "\n" + " ".join(c.get("heading_path") or []))}
+    return held_share(own_part(question), held, term_stats.document_frequency if term_stats else None,
+                      term_stats.documents if term_stats else 0)
+
+
 def thresholds(options, config) -> tuple[float, float, float | None]:
     """(abstain margin, strict minimum, window below the best): the request's, else the index's."""
     margin, minimum, window = options.abstain_margin, options.rerank_min, options.rank_window
@@ -209,11 +226,16 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
             if not kept:
                 reason = f"no candidate reaches the strict minimum {minimum:.3f} (best {best:.3f})"
         follow_up = options.closest_for_follow_ups and state.get("condensed_by") in ("rules", "model")
-        near = near_miss(stands_out, best, margin, minimum, options.partial_band)
-        if not kept and (follow_up or near):
+        if not kept and (follow_up or near_miss(stands_out, best, margin, minimum, options.partial_band)):
             within = [c for c in ranked if c["rerank_score"] >= best - window] if window is not None else []
-            kept = within or ranked[:1]
-            closest_only, reason = reason, ""
+            closest = within or ranked[:1]
+            # a narrow miss whose closest sections hold little of what was asked is about
+            # something else: the margin was missed by chance
+            held = None if follow_up else closest_hold(question_of(state), closest, resources_for(config).term_stats)
+            if held is not None:
+                reason += f"; the closest sections hold {held:.0%} of the question's weight"
+            if held is None or held >= NEAR_MISS_HELD:
+                kept, closest_only, reason = closest, reason, ""
     else:
         reason = "no candidate passed the similarity threshold"
     if options.dedupe:

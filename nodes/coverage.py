@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from langchain_core.runnables import RunnableConfig
 
 from fieldguide.calibration import top_margin
-from fieldguide.content_words import STOPWORDS, stem
+from fieldguide.content_words import idf_of, question_words, stem
 from fieldguide.headings import heading_labels
 from fieldguide.names import unknown_names
 from fieldguide.words import words
@@ -82,33 +82,6 @@ class Signals:
 
     def to_dict(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
-
-
-def _forms(word: str) -> set[str]:
-    """The word as the index's statistics may hold it (they are not stemmed)."""
-    forms = {word, stem(word)}
-    if word.endswith("s") and len(word) > 3:
-        forms.add(word[:-1])
-    return forms
-
-
-def question_words(question: str) -> list[str]:
-    """The content words of a question (as written, lower case, each once): no stop word, no
-    number, at least two letters."""
-    seen = []
-    for w in words(question):
-        if w in STOPWORDS or len(w) < 2 or w.isdigit() or w in seen:
-            continue
-        seen.append(w)
-    return seen
-
-
-def idf_of(word: str, document_frequency: dict[str, int] | None, documents: int) -> float:
-    """Lucene's idf of the word's most frequent form in the index; 1.0 each without statistics."""
-    if document_frequency is None or documents <= 0:
-        return 1.0
-    df = max(document_frequency.get(form, 0) for form in _forms(word))
-    return math.log(1 + (documents - df + 0.5) / (df + 0.5))
 
 
 def quoted_terms(evidence: list[dict], blocks: list[dict]) -> set[str]:

@@ -70,17 +70,7 @@ class Reader(Constructs):
             read = self._line(line, raw, containers, out)
             return closing if read is None else f"{closing}\n{read}"
         if st.fence is not None:
-            if st.fence[0] in "`~" and closes_fence(text, st.fence):
-                st.fence, st.fence_item = None, 0
-            elif st.fence == "{%" and _LIQUID.fullmatch(text.strip()) and "endhighlight" in text:
-                st.fence = None
-                return "```"
-            elif st.fence == "{{<" and text.lstrip().startswith("{{") and self._closes_hugo_fence(text.strip()):
-                return self._hugo_line(shortcodes_only(text.strip()))
-            elif "hugo" in self.families and "{{" in text and _HUGO.search(text):
-                # Hugo renders shortcodes inside code blocks too (a site variable in a config sample)
-                return _HUGO.sub(lambda m: self._hugo(m, block=False) or "", text)
-            return text if dedented else raw
+            return self._in_fence(text, text if dedented else raw)
         if st.skip:
             return self._skipping(text)
         if st.opened:
@@ -91,12 +81,8 @@ class Reader(Constructs):
         if st.mdx_fences and _indent(text) <= 3 and closes_fence(text, st.mdx_fences[-1]):
             st.mdx_fences = st.mdx_fences[:-1]
             return None
-        item = _LIST_ITEM.match(line, body_indent) if not self._partial else None
-        if item:  # where a list item's content starts: a fence indented as far is in the item
-            spaces = len(item.group(2))
-            st.item_indent = item.end(1) - body_indent + (spaces if spaces <= 4 else 1)
-        elif indent < st.item_indent and not self._partial:  # the item has ended, or a lazy line: none known
-            st.item_indent = 0
+        if not self._partial:
+            self._follow_list_item(line, body_indent, indent)
         fence = _FENCE.match(text)
         if fence:
             if "docusaurus" in self.families and text.strip()[len(fence.group(1)):].strip() == "mdx-code-block" \
@@ -140,6 +126,32 @@ class Reader(Constructs):
         if read != text:
             read = _SPACES.sub(" ", read).rstrip()
         return read if (read != text or dedented or cut) else raw
+
+    def _in_fence(self, text: str, as_is: str) -> str | None:
+        """A line inside a code fence: code as written (`as_is`), unless it closes the fence."""
+        st = self._state
+        if st.fence[0] in "`~" and closes_fence(text, st.fence):
+            st.fence, st.fence_item = None, 0
+        elif st.fence == "{%" and _LIQUID.fullmatch(text.strip()) and "endhighlight" in text:
+            st.fence = None
+            return "```"
+        elif st.fence == "{{<" and text.lstrip().startswith("{{") and self._closes_hugo_fence(text.strip()):
+            return self._hugo_line(shortcodes_only(text.strip()))
+        elif "hugo" in self.families and "{{" in text and _HUGO.search(text):
+            # Hugo renders shortcodes inside code blocks too (a site variable in a config sample)
+            return _HUGO.sub(lambda m: self._hugo(m, block=False) or "", text)
+        return as_is
+
+    def _follow_list_item(self, line: str, body_indent: int, indent: int) -> None:
+        """Where the content of the list item the lines are in starts: a fence indented as far is in
+        the item, and a line indented less ends both."""
+        st = self._state
+        item = _LIST_ITEM.match(line, body_indent)
+        if item:
+            spaces = len(item.group(2))
+            st.item_indent = item.end(1) - body_indent + (spaces if spaces <= 4 else 1)
+        elif indent < st.item_indent:  # the item has ended, or a lazy line: none known
+            st.item_indent = 0
 
     def _before_open_shortcode(self, text: str) -> str:
         """`text` without a Hugo shortcode that opens at its end and closes on a later line (read

@@ -150,7 +150,7 @@ def test_a_partial_verdict_opens_the_answer_in_words_before_the_quotes():
 
     tokens, final = asyncio.run(collect())
     assert final["abstain"] is False and final["coverage"] == "partial"
-    assert "zorblax" in final["coverage_reason"]
+    assert "quuxcoin" in final["coverage_reason"]  # of the words no quote holds, the first of the longest
     preface = "The docs do not answer whether you can export invoices to zorblax, quuxcoin or frobnitz. " \
               "Here is what they have that is closest:"
     assert tokens[0] == preface and final["answer"].startswith(preface + "\n\n> Press the Export button")

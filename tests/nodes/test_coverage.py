@@ -28,6 +28,15 @@ def test_idf_reads_the_most_frequent_form_and_a_word_no_chunk_holds_weighs_most(
     assert idf_of("anything", None, 0) == 1.0  # no statistics: every word weighs the same
 
 
+def test_the_share_held_weighs_each_question_word_by_its_rarity():
+    from fieldguide.content_words import held_share
+
+    booking, crypto = idf_of("booking", DF, N), idf_of("cryptocurrency", DF, N)
+    assert held_share("Can I pay for a booking with cryptocurrency?", {"booking", "pay"}, DF, N) == pytest.approx(
+        (booking + idf_of("pay", DF, N)) / (booking + idf_of("pay", DF, N) + crypto))
+    assert held_share("Can I?", set(), DF, N) == 1.0  # nothing asked: nothing lacking
+
+
 def test_a_question_whose_rare_word_the_quotes_lack_is_missing_it():
     s = signals("Can I pay for a booking with cryptocurrency?", QUOTE, [PRICE_BLOCK], DF, N)
     assert s.missing[0] == "cryptocurrency" and s.missing_idf == pytest.approx(1.0)

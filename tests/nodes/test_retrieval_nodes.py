@@ -323,14 +323,21 @@ def test_a_question_that_narrowly_misses_the_thresholds_keeps_its_closest_candid
                                          scorer="lexical-fallback", chunks=10, probes=30)
     alone = lambda ranked: dict(follow_up_state("How do I delete an allowlist?", ranked, "none"), messages=[])  # noqa: E731
     # the best stands 0.07 above the median (0.7 of the margin): within a band of 0.6, not of 0.8
-    near = ranked_pool([0.66, 0.61, 0.60, 0.59, 0.59, 0.58, 0.45, 0.44])
+    near = [dict(c, text="To delete an allowlist, run the delete command.") for c in
+            ranked_pool([0.66, 0.61, 0.60, 0.59, 0.59, 0.58, 0.45, 0.44])]
     update = cap(alone(near), config_for(resources, abstain_margin=0.1, rerank_min=0.0, partial_band=0.6))
     assert update["abstain"] is False and "stands 0.070 above the median" in update["closest_only"]
     assert [c["chunk_id"] for c in update["cap_results"]] == ["c0", "c1", "c2", "c3", "c4", "c5"]
     assert cap(alone(near), config_for(resources, abstain_margin=0.1, rerank_min=0.0, partial_band=0.8))["abstain"]
     assert cap(alone(near), config_for(resources, abstain_margin=0.1, rerank_min=0.0, partial_band=1.0))["abstain"]
+    # closest sections that hold none of the question's words: a miss by chance, which abstains
+    elsewhere = [dict(c, text="Bake the bread for forty minutes.") for c in near]
+    unheld = cap(alone(elsewhere), config_for(resources, abstain_margin=0.1, rerank_min=0.0, partial_band=0.6))
+    assert unheld["abstain"] is True and unheld["closest_only"] == ""
+    assert unheld["abstain_reason"].endswith("; the closest sections hold 0% of the question's weight")
     # short of the strict minimum by less than the rest of a margin (0.04 of 0.1 left by a band of 0.6)
-    clear = ranked_pool([0.66, 0.40, 0.40, 0.39, 0.38])
+    clear = [dict(c, text="To delete an allowlist, run the delete command.") for c in
+             ranked_pool([0.66, 0.40, 0.40, 0.39, 0.38])]
     short = cap(alone(clear), config_for(resources, abstain_margin=0.1, rerank_min=0.69, partial_band=0.6))
     assert short["abstain"] is False and "strict minimum 0.690" in short["closest_only"]
     assert cap(alone(clear), config_for(resources, abstain_margin=0.1, rerank_min=0.71, partial_band=0.6))["abstain"]
