@@ -4,8 +4,11 @@ A transparent rule-based reading of English question forms (no vocabulary of one
 
 * screen cues: asking *where* something is; naming a UI element (button, field, tab,
   menu, screen, page, dialog, toggle, column, icon, setting ...); UI actions (click,
-  tap, select, switch/turn on, toggle, drag); and procedural "how do I / how can I /
-  is there a way to ..." questions, which documentation answers with steps on screen.
+  tap, select, switch/turn on, toggle, drag); procedural "how do I / how can I /
+  is there a way to ..." questions, which documentation answers with steps on screen; and
+  asking for one named setting ("which variable", "which config key", "what flag do I pass",
+  "is there a command"), which a configuration reference answers as a web app's docs name
+  the field.
 * conceptual cues: *why* (as a question), *what happens*, *what is the difference*, *how
   does/is ... work or differ*, *should I*, *do I need*, *is there a downside*, "can
   <product> automatically ...", yes/no questions about behaviour; and naming an operations
@@ -13,7 +16,9 @@ A transparent rule-based reading of English question forms (no vocabulary of one
   database, a backup, a server, LDAP/SAML, an API): "how do I" about those asks for commands
   and configuration, which no screen of the product shows. Measured on six doc sets nobody
   tuned for (docs/BENCHMARKS.md, "Docs-site dialects"), most such questions were labelled
-  conceptual, whatever their "how do I".
+  conceptual, whatever their "how do I"; asking for a named setting weighs more (docs/TUNING.md,
+  "Routing"). A reader reporting that something went wrong ("what am I doing wrong?", "is
+  it broken?", "isn't it supposed to ...?") asks how it works.
 
 Each cue adds its weight to one side; the opening clause weighs 1.5x. The margin (screen
 minus conceptual) goes into the state as `intent_wording`: `weigh_intent` combines it with
@@ -53,11 +58,23 @@ OPERATIONS_TOPICS = (
     r"log files?|backups?|restore|reverse proxy|nginx|traefik|apt|repository|package"
 )
 
+# What a configuration reference or a command line names where a web app has buttons and fields:
+# "which variable", "which config key", "what flag do I pass" ask for one named control.
+NAMED_SETTINGS = (
+    r"variables?|keys?|flags?|parameters?|params?|commands?|endpoints?|ports?|hostnames?|directives?|"
+    r"propert(?:y|ies)|env vars?|arguments?"
+)
+
 SCREEN_CUES: list[tuple[str, float, str]] = [
     (r"\bwhere\b", 2.0, "asks where"),
     # "which setting", and "which cookie setting", "which profile option": a named control of one part
     (rf"\bwhich (?:[\w-]+ ){{0,2}}(?:{UI_NOUNS})\b|\bwhich one do i\b", 2.0,
      "asks which UI element"),
+    # asking for a named setting outweighs naming the operations topic it belongs to
+    (rf"\bwhich (?:[\w.-]+ ){{0,3}}(?:{NAMED_SETTINGS})\b"
+     rf"|\bwhat (?:[\w.-]+ ){{0,2}}(?:{NAMED_SETTINGS}|settings?|options?) (?:do|should|must|can|would) (?:i|we)\b"
+     rf"|\bis there (?:a|an|one) (?:[\w.-]+ ){{0,2}}(?:{NAMED_SETTINGS}|settings?|options?)\b", 3.0,
+     "asks which named setting"),
     (rf"\b(?:{UI_VERBS})\b", 1.0, "UI action"),
     (rf"\b(?:{UI_NOUNS})\b", 1.0, "names a UI element"),
     # any task after "how do I": asking for steps, which documentation gives on screen
@@ -75,6 +92,9 @@ CONCEPTUAL_CUES: list[tuple[str, float, str]] = [
     (r"\bdifference\b|\bdifferent from\b|\bcompared? (?:to|with)\b|\bvs\.?\b|\bversus\b", 2.5, "asks for a difference"),
     (r"\bhow (?:does|do|is|are) (?:the |a |an |my )?[\w\- ]{1,40}\b(?:work|works|differ|different|calculated|decided|handled|divided|split)\b",
      2.5, "asks how something works"),
+    # a reader reporting that something went wrong asks how it works, not where a control is
+    (r"\bwhat am i doing wrong\b|\b(?:is|are) (?:the|it|this|that|my) (?:[\w-]+ ){0,2}broken\b"
+     r"|\b(?:isn't|aren't|wasn't) (?:[\w-]+ ){0,3}supposed to\b", 2.0, "asks what went wrong"),
     (r"\bshould i\b|\bdo i (?:really )?(?:need|have to)\b|\bis it (?:safe|possible|worth)\b", 2.0, "asks for advice"),
     (r"\bdownside|\bupside|\bbenefits?\b|\badvantages?\b|\bdisadvantages?\b|\brisks?\b|\btrade-?offs?\b", 2.0, "asks about consequences"),
     (r"\bwhat (?:is|are|does|do) [\w\- ]{1,40}\b(?:mean|means)\b|\bwhat (?:is|are)\b", 1.5, "asks what something is"),

@@ -72,10 +72,38 @@ def test_the_wording_margin_is_kept_for_weigh_intent():
 @pytest.mark.parametrize("question", [
     "How do I install the server on a NAS with Docker?",
     "How should I back up the database before upgrading?",
-    "Which environment variable sets the log level?",
+    "Can the server keep its data in Postgres?",
 ])
 def test_operations_questions_lean_conceptual(question):
     assert has_cue(question, "conceptual: names an operations topic")
+    assert classify(question)[0] != "screen"
+
+
+@pytest.mark.parametrize("question", [
+    "Which environment variable sets the log level?",
+    "Which config.yaml key limits the number of requests?",
+    "What flag do I pass to skip the confirmation?",
+    "Is there a single command that lists every registered server?",
+    "Which API endpoint do I call to upload a file?",
+])
+def test_asking_for_a_named_setting_outweighs_the_operations_topic(question):
+    assert has_cue(question, "screen: asks which named setting")
+    assert classify(question)[0] == "screen"
+
+
+def test_which_value_wins_is_no_named_setting():
+    # precedence between two places a value is set asks how the product decides
+    assert not has_cue("If an option is in the YAML file and in the environment, which value wins?",
+                       "asks which named setting")
+
+
+@pytest.mark.parametrize("question", [
+    "I embedded the page in an iframe but the browser refuses to connect. What am I doing wrong?",
+    "I linked the account yesterday and today there is nothing. Is the integration broken?",
+    "After signing in with a passkey it still asks for my password. Isn't the passkey supposed to replace it?",
+])
+def test_a_reader_reporting_a_fault_asks_how_it_works(question):
+    assert has_cue(question, "conceptual: asks what went wrong")
     assert classify(question)[0] != "screen"
 
 
