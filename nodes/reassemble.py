@@ -28,7 +28,11 @@ more may go beyond it:
    the context budget bought, so they never displace it (docs/TUNING.md, "A dominant section");
 7. the parts between two kept parts of one section (`_fill_holes`), in order, within
    `section_token_budget` too: a quote of parts 1 and 5 says nothing of what joins them;
-8. with `parent_body` on, the rest of the best hit's parent's own text (`parent_body`), its parts in
+8. the other parts of every section that has at least half of its parts in the context by now,
+   nearest a kept one first, within `section_token_budget`: a section's opening sits before the
+   parts a question found (a Helm values section's one sentence of advice before eight parts of
+   YAML), and a quote of parts 4 to 9 of nine leaves it out (docs/TUNING.md, "A dominant section");
+9. with `parent_body` on, the rest of the best hit's parent's own text (`parent_body`), its parts in
    order after the intro, within `section_token_budget`, placed where the intro goes. A question
    about "Storage Locations" often finds one location's subsection best, while the list of
    locations sits in the parent's own table three parts long (docs/TUNING.md, "A parent's own text").
@@ -194,7 +198,12 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     if section_budget > budget:
         for gid, parts in groups.items():
             used = _fill_holes(parts, chosen[gid], used, section_budget)
-    # Pass 8: the rest of the best hit's parent's own text, within the section budget.
+    # Pass 8: the rest of every section at least half in the context, within the section budget.
+    if section_budget > budget:
+        for gid, parts in groups.items():
+            if 2 * len(chosen[gid]) >= len(parts) > len(chosen[gid]):
+                used = _fill_section(parts, chosen[gid], used, section_budget)
+    # Pass 9: the rest of the best hit's parent's own text, within the section budget.
     if parent_parts and section_budget > budget:
         used = parent_body(groups, chosen, intros, parent_parts, used, section_budget)
 

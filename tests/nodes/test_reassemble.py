@@ -355,3 +355,25 @@ def test_the_holes_between_two_kept_parts_are_filled_from_the_section_budget():
     # filled in order up to the first part that does not fit
     context, _ = assemble(hits, [], 50, parts, section_budget=65)
     assert [b["part_index"] for b in context if b["group_id"] == "g"] == [1, 2, 5]
+
+
+def test_a_section_half_in_the_context_comes_whole_from_the_section_budget():
+    """The hit and the small last part leave a hole that fills in; the section is then mostly in,
+    and its opening (where the advice sits, before the YAML the question found) comes too."""
+    section = split_section("values", [f"part {i}" for i in range(1, 10)], token_count=20)
+    section[8]["token_count"] = 5  # the short tail that fits the context budget
+    others = [record(f"o{n}", "elsewhere", source=f"other{n}.md", token_count=20) for n in range(3)]
+    hits = [hit(others[0], rerank_score=0.9), hit(section[3], rerank_score=0.8)] + [
+        hit(o, rerank_score=0.7) for o in others[1:]]
+    parts = parts_of(section + others)
+    context, gaps = assemble(hits, [], 85, parts, section_budget=0)
+    assert [b["part_index"] for b in context if b["group_id"] == "values"] == [4, 9]
+    context, gaps = assemble(hits, [], 85, parts, section_budget=1000)
+    assert [b["part_index"] for b in context if b["group_id"] == "values"] == list(range(1, 10))
+    assert gaps == []
+    # under half in: only what it had, its holes filled
+    few = [hit(others[0], rerank_score=0.9), hit(section[3], rerank_score=0.8)] + [
+        hit(o, rerank_score=0.7) for o in others[1:]]
+    context, _ = assemble(few, [], 85, parts_of(section[:8] + [dict(section[8], token_count=200)] + others),
+                          section_budget=1000)
+    assert [b["part_index"] for b in context if b["group_id"] == "values"] == [4]
