@@ -69,13 +69,22 @@ def test_the_wording_margin_is_kept_for_weigh_intent():
     assert route({"question": "Где находится кнопка экспорта?"})["intent_wording"] == 0.0  # no English cue
 
 
-@pytest.mark.parametrize("question", [
-    "How do I install the server on a NAS with Docker?",
-    "How should I back up the database before upgrading?",
-    "Can the server keep its data in Postgres?",
+OPERATIONS = "conceptual: names an operations topic"
+FAULT = "conceptual: asks what went wrong"
+
+
+@pytest.mark.parametrize("question, cue", [
+    ("How do I install the server on a NAS with Docker?", OPERATIONS),
+    ("How should I back up the database before upgrading?", OPERATIONS),
+    ("Can the server keep its data in Postgres?", OPERATIONS),
+    # a reader reporting a fault asks how it works
+    ("I embedded the page in an iframe but the browser refuses to connect. What am I doing wrong?", FAULT),
+    ("I linked the account yesterday and today there is nothing. Is the integration broken?", FAULT),
+    ("After signing in with a passkey it still asks for my password. Isn't the passkey supposed to replace it?",
+     FAULT),
 ])
-def test_operations_questions_lean_conceptual(question):
-    assert has_cue(question, "conceptual: names an operations topic")
+def test_operations_and_fault_reports_lean_conceptual(question, cue):
+    assert has_cue(question, cue)
     assert classify(question)[0] != "screen"
 
 
@@ -95,16 +104,6 @@ def test_which_value_wins_is_no_named_setting():
     # precedence between two places a value is set asks how the product decides
     assert not has_cue("If an option is in the YAML file and in the environment, which value wins?",
                        "asks which named setting")
-
-
-@pytest.mark.parametrize("question", [
-    "I embedded the page in an iframe but the browser refuses to connect. What am I doing wrong?",
-    "I linked the account yesterday and today there is nothing. Is the integration broken?",
-    "After signing in with a passkey it still asks for my password. Isn't the passkey supposed to replace it?",
-])
-def test_a_reader_reporting_a_fault_asks_how_it_works(question):
-    assert has_cue(question, "conceptual: asks what went wrong")
-    assert classify(question)[0] != "screen"
 
 
 def has_cue(question: str, ending: str) -> bool:
