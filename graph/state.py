@@ -106,6 +106,7 @@ class QueryState(TypedDict):
     # --- condense: the question made standalone from the conversation (what retrieval reads) ---
     standalone_question: NotRequired[str]
     condensed_by: NotRequired[str]  # "none" (already standalone) | "rules" | "model"
+    follow_up_page: NotRequired[str]  # the page the previous answer was drawn from, when the rules carried its topic
     # --- route --------------------------------------------------------------------
     intent: NotRequired[str]  # "screen" | "conceptual" | "ambiguous" (route's reading, then weigh_intent's)
     intent_confidence: NotRequired[float]

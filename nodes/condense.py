@@ -15,7 +15,8 @@ embed, search, rerank, evidence and the check read instead of the raw question.
   in the docs' own words (the previous question's key terms when it had no answer, or only
   the closest candidates, none of which stood out), and the name of its page when that names
   something few chunks of the index mention (`page_name`).
-  Any other question stands as asked. Carrying the previous question's own words instead drew
+  When the heading is carried, the page it is on goes into the state too (`follow_up_page`):
+  the rerank leans on that page's sections (`nodes.rerank`). Any other question stands as asked. Carrying the previous question's own words instead drew
   retrieval back to the previous answer's section: follow-ups tend to move to a
   neighbouring one (docs/BENCHMARKS.md, "Follow-ups").
 * `auto` (the default) is `model` when the chat model is an OpenAI-compatible endpoint and
@@ -173,6 +174,13 @@ def page_name(source: str) -> str:
     return _NUMBER_PREFIX.sub("", " ".join(re.split(r"[-_.\s]+", name))).strip()
 
 
+def best_block(previous_context: list[dict]) -> dict | None:
+    """The previous turn's best-ranked block (its context is still in the state), if any."""
+    ranked = sorted((b for b in previous_context if b.get("rerank_score") is not None),
+                    key=lambda b: -float(b["rerank_score"]))
+    return ranked[0] if ranked else None
+
+
 def answered_from(previous_context: list[dict], document_frequency=None, documents: int = 0) -> list[str]:
     """The topic of the previous turn's best-ranked block (its context is still in the state): the
     section's own heading, and its page's name when that is rare in the index.
@@ -185,12 +193,11 @@ def answered_from(previous_context: list[dict], document_frequency=None, documen
     page is about ("remediation sync", "triggers", "logging"), and it is carried when few chunks
     of the index (`PAGE_NAME_DF_SHARE`) hold its rarest word; `document_frequency` (word -> chunks)
     and `documents` are the index's term statistics (no page name without them)."""
-    ranked = sorted((b for b in previous_context if b.get("rerank_score") is not None),
-                    key=lambda b: -float(b["rerank_score"]))
-    if not ranked:
+    best = best_block(previous_context)
+    if best is None:
         return []
-    topic = list(ranked[0].get("heading_path") or [])[-1:]
-    page = page_name(ranked[0].get("source") or "")
+    topic = list(best.get("heading_path") or [])[-1:]
+    page = page_name(best.get("source") or "")
     if page and document_frequency is not None and documents > 0 \
             and page.lower() not in breadcrumb(topic).lower():
         rarest = min((document_frequency.get(w, 0) for w in words(page.lower())), default=documents)
@@ -209,7 +216,7 @@ def condense(state: dict, config: RunnableConfig = None) -> dict:
     question = " ".join(state["question"].split())
     history = earlier_questions(state)
     previous = state.get("standalone_question") or (history[-1] if history else None)
-    standalone, how = question, "none"
+    standalone, how, page = question, "none", ""
     if history and options.condense != "off":
         resources = resources_for(config)
         if uses_model(options.condense, resources.settings.chat_provider):
@@ -228,5 +235,8 @@ def condense(state: dict, config: RunnableConfig = None) -> dict:
             topic = [] if state.get("closest_only") else answered_from(
                 state.get("context") or [], stats.document_frequency if stats else None, stats.documents if stats else 0)
             standalone, how = condense_by_rules(question, previous, topic)
-    return {"standalone_question": standalone, "condensed_by": how, "abstain": False, "answer": "", "citations": [],
+            if how == "rules" and topic:  # the previous answer's page: the rerank's prior (`nodes.rerank`)
+                page = (best_block(state.get("context") or []) or {}).get("source") or ""
+    return {"standalone_question": standalone, "condensed_by": how, "follow_up_page": page,
+            "abstain": False, "answer": "", "citations": [],
             "sentences": [], "evidence": [], "evidence_markdown": ""}

@@ -85,12 +85,23 @@ def test_the_node_opens_the_turn_and_condenses_by_rules_with_the_local_model():
     assert update["condensed_by"] == "rules"
     assert update["timings_ms"].keys() == {"condense"} and update["stages"] == {}
     assert update["answer"] == "" and update["citations"] == [] and update["abstain"] is False
+    # the page the previous answer was drawn from: the rerank's prior for the follow-up
+    assert update["follow_up_page"] == "budgeting/categories.md"
 
 
 def test_after_a_turn_kept_for_its_closest_candidates_the_previous_questions_words_are_carried():
     state = dict(follow_up_state(), closest_only="the best score 0.61 stands 0.02 above the median")
     update = condense(state, config_for(make_resources([], chat_model=None)))
     assert update["standalone_question"] == "And where do I turn it off? — about: automatic rules"
+    assert update["follow_up_page"] == ""  # nothing stood out: no page to lean on
+
+
+def test_only_a_follow_up_carrying_the_previous_answers_topic_names_its_page():
+    resources = make_resources([], chat_model=None)
+    standing = condense(follow_up_state("How do I export my whole budget to a spreadsheet file?"), config_for(resources))
+    assert standing["condensed_by"] == "none" and standing["follow_up_page"] == ""
+    first = condense({"question": "And what is it?"}, config_for(resources))
+    assert first["follow_up_page"] == ""
 
 
 def test_the_first_question_is_its_own_standalone_question():

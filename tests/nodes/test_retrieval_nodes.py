@@ -105,6 +105,28 @@ def test_a_rules_condensed_follow_up_is_scored_lexically_on_its_own_words():
     assert rerank(by_model, config_for(make_resources([])))["rerank_results"][0]["chunk_id"] == "archive"
 
 
+def test_a_follow_up_leans_on_the_page_its_previous_answer_came_from():
+    # "Which statuses can log in?" after an answer from the access-control page: the section the
+    # follow-up moved to ("Statuses") sits on that page, a little below another page's section
+    here = cand("statuses", 0.50, text="Active users only.", source="auth/access-control.md",
+                heading_path=("Account states",))
+    elsewhere = cand("login", 0.56, text="Email and password.", source="auth/login.md",
+                     heading_path=("Sign-on",))
+    state = {"question": "Which of them get through?", "condensed_by": "rules",
+             "standalone_question": "Which of them get through? — about: Public Role",
+             "follow_up_page": "auth/access-control.md", "threshold_results": [elsewhere, here]}
+    resources = make_resources([])
+    before = rerank(dict(state, follow_up_page=""), config_for(resources, abstain_margin=0.05))["rerank_results"]
+    assert [c["chunk_id"] for c in before] == ["login", "statuses"]
+    after = rerank(state, config_for(resources, abstain_margin=0.05))["rerank_results"]
+    assert [c["chunk_id"] for c in after] == ["statuses", "login"]
+    # the prior is counted in abstain margins: 2 × 0.05 on the page's sections
+    assert after[0]["rerank_score"] == pytest.approx(before[1]["rerank_score"] + 0.1)
+    assert after[1]["rerank_score"] == before[0]["rerank_score"]
+    off = rerank(state, config_for(resources, abstain_margin=0.05, follow_up_page_prior=0))["rerank_results"]
+    assert [c["chunk_id"] for c in off] == ["login", "statuses"]
+
+
 def test_cap_applies_minimum_then_maximum():
     ranked = [dict(cand(x, 0.5), rerank_score=s) for x, s in [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.1)]]
     # sections of the usual size: their words fill the budget, so the maximum is a hard one
