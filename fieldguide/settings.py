@@ -159,9 +159,9 @@ class Settings(BaseSettings):
         True, description="A follow-up whose candidates do not stand out keeps the closest of them and is answered "
         "`partial` (the docs may not say; here is the closest they come) instead of abstaining.")
     follow_up_page_prior: Annotated[float, PerRequest(ge=0.0, le=10.0)] = Field(
-        2.0, description="A follow-up the rules condensed scores the sections on the page its previous answer was "
-        "drawn from this many abstain margins higher in the rerank: follow-ups mostly move to a neighbouring "
-        "section of that page (0: no prior).")
+        2.5, description="A follow-up the rules condensed scores the sections on the page its previous answer was "
+        "drawn from that match its own words this many abstain margins higher in the rerank: follow-ups often move "
+        "to a neighbouring section of that page (0: no prior).")
     partial_band: Annotated[float, PerRequest(ge=0.0, le=1.0)] = Field(
         0.6, description="A question whose best candidate stands out by at least this share of the abstain margin, "
         "and falls short of the strict minimum by less than the rest of a margin, keeps its closest candidates and is "

@@ -105,26 +105,29 @@ def test_a_rules_condensed_follow_up_is_scored_lexically_on_its_own_words():
     assert rerank(by_model, config_for(make_resources([])))["rerank_results"][0]["chunk_id"] == "archive"
 
 
-def test_a_follow_up_leans_on_the_page_its_previous_answer_came_from():
-    # "Which statuses can log in?" after an answer from the access-control page: the section the
-    # follow-up moved to ("Statuses") sits on that page, a little below another page's section
-    here = cand("statuses", 0.50, text="Active users only.", source="auth/access-control.md",
-                heading_path=("Account states",))
-    elsewhere = cand("login", 0.56, text="Email and password.", source="auth/login.md",
+def test_a_follow_up_leans_on_the_sections_of_its_previous_answers_page_that_it_names():
+    # "And the statuses?" after an answer from the access-control page: the section the follow-up
+    # moved to sits on that page, below another page's section; the page's other section, which
+    # the follow-up's words do not name, gets no prior
+    page = "auth/access-control.md"
+    here = cand("statuses", 0.40, text="Active and suspended users.", source=page, heading_path=("Statuses",))
+    sibling = cand("public", 0.55, text="What anyone may read.", source=page, heading_path=("Public Role",))
+    elsewhere = cand("login", 0.60, text="Statuses are shown on the sign-in page.", source="auth/login.md",
                      heading_path=("Sign-on",))
-    state = {"question": "Which of them get through?", "condensed_by": "rules",
-             "standalone_question": "Which of them get through? — about: Public Role",
-             "follow_up_page": "auth/access-control.md", "threshold_results": [elsewhere, here]}
+    state = {"question": "And the statuses?", "condensed_by": "rules",
+             "standalone_question": "And the statuses? — about: Public Role",
+             "follow_up_page": page, "threshold_results": [elsewhere, sibling, here]}
     resources = make_resources([])
-    before = rerank(dict(state, follow_up_page=""), config_for(resources, abstain_margin=0.05))["rerank_results"]
-    assert [c["chunk_id"] for c in before] == ["login", "statuses"]
-    after = rerank(state, config_for(resources, abstain_margin=0.05))["rerank_results"]
-    assert [c["chunk_id"] for c in after] == ["statuses", "login"]
-    # the prior is counted in abstain margins: 2 × 0.05 on the page's sections
-    assert after[0]["rerank_score"] == pytest.approx(before[1]["rerank_score"] + 0.1)
-    assert after[1]["rerank_score"] == before[0]["rerank_score"]
-    off = rerank(state, config_for(resources, abstain_margin=0.05, follow_up_page_prior=0))["rerank_results"]
-    assert [c["chunk_id"] for c in off] == ["login", "statuses"]
+    scored = lambda update: {c["chunk_id"]: c["rerank_score"] for c in update["rerank_results"]}
+    before = scored(rerank(dict(state, follow_up_page=""), config_for(resources, abstain_margin=0.1)))
+    assert before["login"] > before["statuses"]
+    after = rerank(state, config_for(resources, abstain_margin=0.1))
+    assert [c["chunk_id"] for c in after["rerank_results"]] == ["statuses", "login", "public"]
+    # the prior is counted in abstain margins: 2.5 × 0.1 on the named section of the page only
+    assert scored(after)["statuses"] == pytest.approx(before["statuses"] + 0.25)
+    assert scored(after)["public"] == before["public"] and scored(after)["login"] == before["login"]
+    off = rerank(state, config_for(resources, abstain_margin=0.1, follow_up_page_prior=0))
+    assert scored(off) == before
 
 
 def test_cap_applies_minimum_then_maximum():
