@@ -35,6 +35,7 @@ from graph.resources import resources_for
 from graph.state import question_of
 from graph.timing import timed
 from ingest.dialects import reading_of
+from nodes.cap import thresholds
 from nodes.condense import own_words
 
 # A section on the previous answer's page gets the prior only when it matches the follow-up's own
@@ -54,13 +55,6 @@ def on_page_and_named(candidates: list[dict], page: str, own: str, term_stats) -
             for here, match in zip(on_page, relative_scores(own, documents, term_stats))]
 
 
-def abstain_margin(options, config) -> float:
-    """The request's abstain margin, else the index's (its calibration): the unit of the page prior."""
-    if options.abstain_margin is not None:
-        return float(options.abstain_margin)
-    return float(resources_for(config).calibration_for(options.labels).abstain_margin)
-
-
 @timed("rerank", stage="rerank_results")
 def rerank(state: dict, config: RunnableConfig = None) -> dict:
     options = options_for(config)
@@ -73,7 +67,7 @@ def rerank(state: dict, config: RunnableConfig = None) -> dict:
         scores = [c["similarity"] for c in candidates]
     page, prior = state.get("follow_up_page"), options.follow_up_page_prior
     if candidates and page and prior:
-        bonus = prior * abstain_margin(options, config)
+        bonus = prior * thresholds(options, config)[0]  # the abstain margin: the request's, else the index's
         leaning = on_page_and_named(candidates, page, own_words(state) or question_of(state),
                                     resources_for(config).term_stats)
         scores = [value + (bonus if lean else 0.0) for value, lean in zip(scores, leaning)]
