@@ -44,6 +44,9 @@ READY_TIMEOUT_SECONDS = 120.0
 # libgomp reads this when the child loads llama.cpp: its threads sleep at a wait instead of
 # spinning, which on shared cores takes the CPU from the thread being waited for.
 OPENMP_WAIT_POLICY = "PASSIVE"
+# llama.cpp's server reads these from its environment ahead of its command line: a service started
+# with PORT=9000 would make the child bind the service's own port and never start.
+SERVER_ENVIRONMENT = ("HOST", "PORT", "CONFIG_FILE")
 _PR_SET_PDEATHSIG = 1
 
 
@@ -167,7 +170,8 @@ class LocalModelServer:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             # A file, not a pipe: the server logs every request and must never block on a full pipe.
             self._log = open(self.log_path, "ab")
-            env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", OPENMP_WAIT_POLICY)}
+            env = {name: value for name, value in os.environ.items() if name not in SERVER_ENVIRONMENT}
+            env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", OPENMP_WAIT_POLICY)
             self._ready = False
             self._process = _spawner.popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -91,6 +92,29 @@ def test_the_local_model_streams_real_tokens_from_a_process_of_its_own(tmp_path)
         environ = dict(item.split(b"=", 1) for item in handle.read().split(b"\0") if b"=" in item)
     # its OpenMP threads sleep at a wait (unless the environment says otherwise)
     assert environ[b"OMP_WAIT_POLICY"] == os.environ.get("OMP_WAIT_POLICY", "PASSIVE").encode()
+
+
+def test_the_services_own_host_and_port_settings_do_not_move_the_model_process(tmp_path, monkeypatch):
+    """llama.cpp's server reads HOST, PORT and CONFIG_FILE from its environment ahead of its command
+    line: `PORT=9000 bash scripts/demo.sh` made the model child bind the service's own port, fail,
+    and every answer end in "the answer model is not available"."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    monkeypatch.setenv("PORT", str(taken.getsockname()[1]))
+    monkeypatch.setenv("HOST", "127.0.0.1")
+    monkeypatch.setenv("CONFIG_FILE", str(tmp_path / "no-such-config.json"))
+    try:
+        model = local_model(tmp_path, max_answer_tokens=4)
+        answer = "".join(chunk.content for chunk in model.stream([HumanMessage("Say hi")]))
+    finally:
+        taken.close()
+    server = model.server
+    assert answer.strip() and server.state() == "ready", server.last_exit
+    assert server.port != int(os.environ["PORT"])
+    with open(f"/proc/{server.pid}/environ", "rb") as handle:
+        names = {item.split(b"=", 1)[0] for item in handle.read().split(b"\0") if b"=" in item}
+    assert not names & {b"PORT", b"HOST", b"CONFIG_FILE"}
 
 
 def test_a_killed_model_process_fails_the_answer_in_flight_and_the_next_call_restarts_it(tmp_path):
