@@ -6,7 +6,8 @@ import math
 import pytest
 
 from nodes.coverage import (COVERED, NOT_COVERED, PARTIAL, THRESHOLDS, Signals, coverage, grounding, idf_of,
-                            partial_preface, question_words, signals, verdict, whether_clause)
+                            near_credit, partial_preface, question_words, signals, stand_ins, verdict,
+                            whether_clause)
 
 # An index of 100 chunks: "booking" and "price" are common, "deposit" rare, "cryptocurrency" in none.
 DF = {"booking": 40, "bookings": 5, "price": 30, "pay": 20, "deposit": 3, "card": 10, "form": 25, "dropbox": 0,
@@ -68,9 +69,43 @@ def test_a_follow_ups_carried_topic_is_not_its_focus_and_unknown_names_are_named
 def test_embedding_closeness_of_the_rarest_missing_word_to_the_quotes():
     vectors = {"cryptocurrency": [1.0, 0.0], "quote": [0.6, 0.8]}
     s = signals("Can I pay with cryptocurrency?", QUOTE, [PRICE_BLOCK], DF, N,
-                embed=lambda texts: [vectors[t] for t in texts], unit_vectors=[vectors["quote"]],
+                embed=lambda texts: [vectors.get(t, [0.0, 0.0]) for t in texts], unit_vectors=[vectors["quote"]],
                 question_vector=[0.0, 1.0])
     assert s.missing_close == pytest.approx(0.6) and s.semantic == pytest.approx(0.8)
+
+
+def test_a_lacking_word_counts_by_how_close_in_meaning_the_nearest_quoted_word_is():
+    assert near_credit(0.45) == 0.0 and near_credit(0.5) == 0.0
+    assert near_credit(0.65) == pytest.approx(0.5) and near_credit(0.8) == 1.0 and near_credit(0.97) == 1.0
+    # unit vectors at a chosen cosine to "fee": "charge" 0.95, "payment" 0.65, "wallet" 0.3; every
+    # other word of the quote at right angles to all of them
+    def at(cosine):
+        return [cosine, math.sqrt(1 - cosine * cosine), 0.0]
+
+    other = [0.0, 0.0, 1.0]
+    vectors = {"charge": at(0.95), "payment": at(0.65), "wallet": at(0.3), "fee": at(1.0)}
+    embed = lambda texts: [vectors.get(t, other) for t in texts]  # noqa: E731
+    found = stand_ins(["charge", "payment", "wallet"], {"fee", "price", "the", "3"}, embed)
+    assert found == {"charge": ("fee", 1.0), "payment": ("fee", pytest.approx(0.5))}  # no stand-in for "wallet"
+    s = signals("Is there a charge for a booking or a wallet?", QUOTE, [PRICE_BLOCK], DF, N, embed=embed)
+    weights = {w: idf_of(w, DF, N) for w in ("charge", "booking", "wallet")}
+    assert s.found == pytest.approx(weights["booking"] / sum(weights.values()))
+    assert s.near == pytest.approx((weights["booking"] + weights["charge"]) / sum(weights.values()))
+    assert s.stand_ins == {"charge": "fee"}
+    # the word the quotes lack with nothing near it is named first, and the verdict reads `near`
+    assert s.missing == ["wallet", "charge"]
+    assert grounding(s, 0.0, 0.0) == pytest.approx(s.near)
+    reason = verdict(s, threshold=5.0)[1]
+    assert "\u201cwallet\u201d" in reason and "with words close in meaning" in reason
+
+
+def test_the_packaged_model_credits_synonyms_and_spellings_not_words_of_the_same_field(embeddings):
+    from graph.resources import TextVectors
+
+    embed = TextVectors(embeddings).embed
+    close = stand_ins(["photo", "colour", "theme", "depreciate"], {"image", "color", "design", "monetary"}, embed)
+    assert close["photo"][0] == "image" and close["colour"] == ("color", 1.0)
+    assert "depreciate" not in close and close.get("theme", ("", 0.0))[1] < 0.5
 
 
 def test_verdict_rules():
