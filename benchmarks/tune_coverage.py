@@ -57,6 +57,9 @@ async def collect(paths: list[str], settings, answers: str | None = None) -> Non
 
     from fieldguide.retrieval import answer_line
 
+    from nodes.coverage import MEASURING
+
+    MEASURING["near_always"] = True  # every turn's `near`, so that `score` can replay other weights
     graph = _build(RETRIEVAL_STEPS + ANSWER_STEPS, MemorySaver(), "tune-coverage", output_schema=QueryState)
     lines = open(answers, "w", encoding="utf-8") if answers else None
     with open_resources(settings) as resources:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from langchain_core.runnables import RunnableConfig
 
@@ -113,6 +113,8 @@ def quoted_terms(evidence: list[dict], blocks: list[dict]) -> set[str]:
 # merely of the same field ("theme"/"design", "trash"/"delete") 0.45-0.55. Chosen with the verdict's
 # weights (docs/benchmarks/coverage.md).
 NEAR_WORD = {"low": 0.5, "high": 0.8}
+# benchmarks/tune_coverage.py measures `near` on every turn, so that other weights can be replayed
+MEASURING = {"near_always": False}
 MAX_QUOTED_WORDS = 400  # the quoted words compared with: plenty for a budgeted context, a bound for a huge one
 
 
@@ -144,10 +146,11 @@ def stand_ins(missing: list[str], quoted: set[str], embed) -> dict[str, tuple[st
 
 def signals(question: str, evidence: list[dict], blocks: list[dict], document_frequency: dict[str, int] | None,
             documents: int, embed=None, unit_vectors=None, standout: float | None = None,
-            question_vector=None) -> Signals:
+            question_vector=None, settled=None) -> Signals:
     """The signals of one answered turn. `embed(texts) -> vectors` and `unit_vectors` (of the
     quoted units, in order) give `missing_close`; without them it is left at 1.0 (no evidence
-    against the quotes)."""
+    against the quotes). `embed` also gives `near`, unless `settled(signals)` says the verdict
+    does not depend on it (`settled_without_near`): a word embedded is time before the first token."""
     own = question_words(own_part(question)) or question_words(question)
     if not own:
         return Signals(standout=standout)
@@ -157,15 +160,9 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
     held = {stem(w) for w in quoted}
     found = {w for w in own if stem(w) in held or w in held}
     total = sum(weights.values()) or 1.0
-    near = credited = None
-    if embed is not None and evidence:
-        credited = stand_ins([w for w in own if w not in found], quoted, embed)
-        near = (sum(weights[w] for w in found) + sum(weights[w] * c for w, (_, c) in credited.items())) / total
     # the weightiest first; of words equally rare in the docs (often: in none of them), the longer,
-    # as words are rarer the longer they are ("cryptocurrency" before "pay"); a word with a close
-    # stand-in in the quotes after those with none
-    missing = sorted((w for w in own if w not in found),
-                     key=lambda w: (w in (credited or {}), -weights[w], -len(w)))
+    # as words are rarer the longer they are ("cryptocurrency" before "pay")
+    missing = sorted((w for w in own if w not in found), key=lambda w: (-weights[w], -len(w)))
     close, semantic = 1.0, None
     if unit_vectors is not None and len(unit_vectors):
         if missing and embed is not None:
@@ -175,13 +172,19 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
     # which words no chunk holds is known only from the index's statistics
     known = document_frequency is not None and documents > 0
     unheld = [w for w in own if weights[w] >= top] if known else []
-    return Signals(found=sum(weights[w] for w in found) / total, missing=missing,
-                   unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld,
-                   missing_idf=weights[missing[0]] / top if missing and known else 0.0,
-                   missing_close=close,
-                   names=unknown_names(own_part(question), document_frequency),
-                   standout=standout, semantic=semantic, words=len(own), near=near,
-                   stand_ins={w: quoted_word for w, (quoted_word, _) in (credited or {}).items()})
+    measured = Signals(found=sum(weights[w] for w in found) / total, missing=missing,
+                       unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld,
+                       missing_idf=weights[missing[0]] / top if missing and known else 0.0,
+                       missing_close=close,
+                       names=unknown_names(own_part(question), document_frequency),
+                       standout=standout, semantic=semantic, words=len(own))
+    if embed is not None and evidence and not (settled is not None and settled(measured)):
+        credited = stand_ins(missing, quoted, embed)
+        measured.near = measured.found + sum(weights[w] * c for w, (_, c) in credited.items()) / total
+        measured.stand_ins = {w: quoted_word for w, (quoted_word, _) in credited.items()}
+        # a word with a close stand-in in the quotes after those with none
+        measured.missing = sorted(missing, key=lambda w: w in credited)
+    return measured
 
 
 def best_cosine(vector, vectors) -> float:
@@ -208,6 +211,19 @@ def grounding(s: Signals, semantic_weight: float, standout_weight: float) -> flo
     semantic = s.semantic if s.semantic is not None else 0.0
     held = s.near if s.near is not None else s.found
     return held + semantic_weight * semantic + standout_weight * standout
+
+
+def settled_without_near(s: Signals) -> bool:
+    """Whether the verdict is the same whatever `near` comes to: it lies between `found` (no word the
+    quotes lack has a stand-in) and 1 (every one has a close one), and grounding rises with it. Four
+    turns in five are settled so (the grounding of `found` passes the threshold, or that of a full
+    share does not), and embed no word."""
+    if s.names:
+        return True
+    t = THRESHOLDS
+    low = grounding(replace(s, near=s.found), t["semantic_weight"], t["standout_weight"])
+    high = grounding(replace(s, near=1.0), t["semantic_weight"], t["standout_weight"])
+    return low >= t["threshold"] or high < t["threshold"]
 
 
 def verdict(s: Signals, **overrides: float) -> tuple[str, str]:
@@ -295,7 +311,8 @@ def coverage(state: dict, config: RunnableConfig = None) -> dict:
         standout, above_floor, similarity = standing(state, config)
         found = signals(state.get("standalone_question") or state["question"], evidence, blocks,
                         stats.document_frequency if stats else None, stats.documents if stats else 0,
-                        embed, unit_vectors, standout, state.get("query_vector"))
+                        embed, unit_vectors, standout, state.get("query_vector"),
+                        settled=None if MEASURING["near_always"] else settled_without_near)
         found.above_floor, found.similarity = above_floor, similarity
         result, reason = verdict(found)
         if state.get("closest_only"):

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from nodes.coverage import (COVERED, NOT_COVERED, PARTIAL, THRESHOLDS, Signals, coverage, grounding, idf_of,
-                            near_credit, partial_preface, question_words, signals, stand_ins, verdict,
-                            whether_clause)
+                            near_credit, partial_preface, question_words, settled_without_near, signals, stand_ins,
+                            verdict, whether_clause)
 
 # An index of 100 chunks: "booking" and "price" are common, "deposit" rare, "cryptocurrency" in none.
 DF = {"booking": 40, "bookings": 5, "price": 30, "pay": 20, "deposit": 3, "card": 10, "form": 25, "dropbox": 0,
@@ -97,6 +98,28 @@ def test_a_lacking_word_counts_by_how_close_in_meaning_the_nearest_quoted_word_i
     assert grounding(s, 0.0, 0.0) == pytest.approx(s.near)
     reason = verdict(s, threshold=5.0)[1]
     assert "\u201cwallet\u201d" in reason and "with words close in meaning" in reason
+
+
+def test_near_is_measured_only_when_the_verdict_can_turn_on_it():
+    # grounding rises with near, which lies between found and 1: outside that band nothing is embedded
+    assert settled_without_near(Signals(found=0.9, semantic=0.7, standout=3.0))  # covered on found alone
+    assert settled_without_near(Signals(found=0.0, semantic=0.1, standout=0.1))  # partial even with near at 1
+    assert settled_without_near(Signals(found=0.0, semantic=0.9, standout=9.0, names=["Bitcoin"]))
+    undecided = Signals(found=0.1, semantic=0.6, standout=1.0)
+    assert not settled_without_near(undecided)
+    assert verdict(replace(undecided, near=0.1))[0] == PARTIAL and verdict(replace(undecided, near=1.0))[0] == COVERED
+    embedded = []
+
+    def embed(texts):
+        embedded.extend(texts)
+        return [[1.0, 0.0] for _ in texts]
+
+    settled = signals("How is the price of bookings made up?", QUOTE, [PRICE_BLOCK], DF, N, embed=embed,
+                      settled=lambda s: True)
+    assert settled.near is None and embedded == [] and verdict(settled)[1].startswith("the quotes hold")
+    measured = signals("How is the price of bookings made up?", QUOTE, [PRICE_BLOCK], DF, N, embed=embed,
+                       settled=lambda s: False)
+    assert measured.near is not None and "made" in embedded
 
 
 def test_the_packaged_model_credits_synonyms_and_spellings_not_words_of_the_same_field(embeddings):
