@@ -59,7 +59,10 @@ _POINTS_BACK = re.compile(
     r"everyone|everybody|someone|somebody|anyone|anybody|nobody|people|all|each|one|none|week|month|year|day|"
     r"morning|evening|time|way)\b)[a-z]+[^s\W]\b|\bthough\b|"
     r"\b(?:that|this)\s*[?.!,]|\b(?:that|this) (?:on|off|up|down|back|out|away|again)\b|\bthe same\b|"
-    r"\bone of (?:them|those|these)\b|"
+    r"\bone of (?:them|those|these)\b|\beach (?:one|of them|of those|of these)\b|"
+    # "Can I also ...", "... by email instead": an addition to, or an alternative for, what the previous
+    # turn was about ("instead of X" names both sides)
+    r"\balso\b|\binstead\b(?! of\b)|"
     # "the most verbose one", "the other one", "the second kind": a choice among what the previous
     # answer listed ("the team one shared login" is a number, not a choice)
     r"\bthe (?:other|first|second|third|last|next|previous|same|new|old|default|[a-z]+est|(?:most|least) [a-z]+) "

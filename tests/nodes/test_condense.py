@@ -30,6 +30,9 @@ PREVIOUS_CONTEXT = [{"chunk_id": "x", "source": "budgeting/categories.md", "rera
     "Does the other one keep my settings?",
     "Do the second kind slow down the page?",
     "How is the manual option different?",
+    "Can I give each one a nicer address than the default?",
+    "Can I also put a PIN on her profile?",
+    "Would getting the codes by email instead be a better idea?",
 ])
 def test_questions_that_lean_on_the_previous_turn(question):
     assert leans_on_previous(question)
@@ -45,6 +48,7 @@ def test_questions_that_lean_on_the_previous_turn(question):
     "Where do I enter the one-time password from my authenticator app?",
     "Can I give everyone in the team one shared login?",
     "How are roles and policies different?",
+    "Are there servers I could use instead of writing one for push notifications?",
 ])
 def test_questions_that_stand_on_their_own(question):
     assert not leans_on_previous(question)
