@@ -31,7 +31,8 @@ search results when none passed the similarity threshold).
 Two kinds of turn are the exception. A question that misses the thresholds narrowly
 (`near_miss`: its best candidate stands out by at least `partial_band` of the abstain margin, and
 falls short of the strict minimum by less than the rest of a margin) whose closest candidates
-hold at least `NEAR_MISS_HELD` of its weight (`closest_hold`), and a follow-up (with
+hold at least `NEAR_MISS_HELD` of its weight (`closest_hold`; words close in meaning count, as in
+the coverage verdict), and a follow-up (with
 `closest_for_follow_ups` on) whatever its miss, keep the best of their candidates within the
 window below the best, and `closest_only` says why: the coverage verdict is then `partial`, and
 the reader is told the docs may not answer it and shown the closest they come. A verdict in three
@@ -54,6 +55,7 @@ from langchain_core.runnables import RunnableConfig
 from fieldguide.calibration import MARGIN_POOL, section_scores, top_margin
 from fieldguide.content_words import held_share, stem
 from fieldguide.names import unknown_names
+from fieldguide.near_words import near_share
 from fieldguide.words import words
 from graph.options import options_for
 from graph.resources import resources_for
@@ -183,12 +185,17 @@ def near_miss(stands_out: float, best: float, margin: float, minimum: float, ban
     return stands_out >= band * margin and best >= minimum - (1.0 - band) * margin
 
 
-def closest_hold(question: str, closest: list[dict], term_stats) -> float:
+def closest_hold(question: str, closest: list[dict], term_stats, embed=None) -> float:
     """The share of the question's weight (its words by their idf in the index) that the closest
-    candidates' readings and headings hold."""
-    held = {stem(w) for c in closest for w in words(reading_of(c) + "\n" + " ".join(c.get("heading_path") or []))}
-    return held_share(own_part(question), held, term_stats.document_frequency if term_stats else None,
-                      term_stats.documents if term_stats else 0)
+    candidates' readings and headings hold. When the words themselves fall short of `NEAR_MISS_HELD`
+    and `embed` is given, words close in meaning count too (`fieldguide.near_words`, as the coverage
+    verdict reads the quotes): "signup form" for the docs' "subscription form"."""
+    text_words = {w for c in closest for w in words(reading_of(c) + "\n" + " ".join(c.get("heading_path") or []))}
+    df, documents = (term_stats.document_frequency, term_stats.documents) if term_stats else (None, 0)
+    share = held_share(own_part(question), {stem(w) for w in text_words}, df, documents)
+    if share >= NEAR_MISS_HELD or embed is None:
+        return share
+    return near_share(own_part(question), text_words, df, documents, embed)
 
 
 def thresholds(options, config) -> tuple[float, float, float | None]:
@@ -231,7 +238,9 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
             closest = within or ranked[:1]
             # a narrow miss whose closest sections hold little of what was asked is about
             # something else: the margin was missed by chance
-            held = None if follow_up else closest_hold(question_of(state), closest, resources_for(config).term_stats)
+            resources = resources_for(config)
+            held = None if follow_up else closest_hold(question_of(state), closest, resources.term_stats,
+                                                       resources.text_vectors.embed)
             if held is not None:
                 reason += f"; the closest sections hold {held:.0%} of the question's weight"
             if held is None or held >= NEAR_MISS_HELD:

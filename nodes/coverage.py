@@ -12,7 +12,7 @@ quoted units rather than the whole context:
   own part (a carried topic left out) weighed by its idf in the index: "Can I pay for a
   booking with cryptocurrency?" turns on "cryptocurrency", not on "booking";
 * `near`: `found`, with each word the quotes lack credited by how close in meaning the nearest
-  word they hold is (`NEAR_WORD`): "photo" stands for "image", "colour" for "color", "sizes"
+  word they hold is (`fieldguide.near_words`): "photo" stands for "image", "colour" for "color", "sizes"
   for "size" (which the light stemmer keeps apart); "theme" is not met by "design", nor
   "depreciate" by "monetary". The verdict reads `near`, `found` is kept for the reason;
 * `semantic`: the best cosine between the question and a quoted unit;
@@ -50,9 +50,10 @@ from dataclasses import asdict, dataclass, field, replace
 from langchain_core.runnables import RunnableConfig
 
 from fieldguide.calibration import top_margin
-from fieldguide.content_words import STOPWORDS, idf_of, question_words, stem
+from fieldguide.content_words import idf_of, question_words, stem
 from fieldguide.headings import heading_labels
 from fieldguide.names import unknown_names
+from fieldguide.near_words import stand_ins
 from fieldguide.words import words
 from graph.options import options_for
 from graph.resources import resources_for
@@ -84,7 +85,7 @@ class Signals:
     above_floor: float | None = None  # the best score above the index's strict minimum, in abstain margins
     similarity: float | None = None  # cosine of the question to the best reranked candidate
     words: int = 0  # content words of the question weighed
-    near: float | None = None  # `found` with lacking words credited by the closest quoted word (`NEAR_WORD`)
+    near: float | None = None  # `found` with lacking words credited by the closest quoted word
     stand_ins: dict[str, str] = field(default_factory=dict)  # a lacking word -> the quoted word credited for it
 
     def to_dict(self) -> dict:
@@ -107,41 +108,8 @@ def quoted_terms(evidence: list[dict], blocks: list[dict]) -> set[str]:
     return {stem(w) for w in quoted_words(evidence, blocks)}
 
 
-# A word the quotes lack counts in `near` by how close in meaning the nearest quoted word is: not at
-# all up to a cosine of `low`, in full from `high` (between, in proportion). Single words embedded
-# alone: spelling variants and synonyms ("colour"/"color", "photo"/"image") reach 0.75-0.97, words
-# merely of the same field ("theme"/"design", "trash"/"delete") 0.45-0.55. Chosen with the verdict's
-# weights (docs/benchmarks/coverage.md).
-NEAR_WORD = {"low": 0.5, "high": 0.8}
 # benchmarks/tune_coverage.py measures `near` on every turn, so that other weights can be replayed
 MEASURING = {"near_always": False}
-MAX_QUOTED_WORDS = 400  # the quoted words compared with: plenty for a budgeted context, a bound for a huge one
-
-
-def near_credit(cosine: float) -> float:
-    low, high = NEAR_WORD["low"], NEAR_WORD["high"]
-    return min(1.0, max(0.0, (cosine - low) / (high - low)))
-
-
-def stand_ins(missing: list[str], quoted: set[str], embed) -> dict[str, tuple[str, float]]:
-    """For each word the quotes lack, the quoted content word closest to it in meaning and its credit
-    (`near_credit`); words with no credit are left out."""
-    candidates = sorted(w for w in quoted if w.isalpha() and len(w) > 1 and w not in STOPWORDS)[:MAX_QUOTED_WORDS]
-    if not missing or not candidates:
-        return {}
-    import numpy as np
-
-    def unit_rows(vectors):
-        matrix = np.asarray(vectors, dtype=np.float32)
-        return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
-
-    cosines = unit_rows(embed(missing)) @ unit_rows(embed(candidates)).T
-    found = {}
-    for i, word in enumerate(missing):
-        j = int(cosines[i].argmax())
-        if (credit := near_credit(float(cosines[i, j]))) > 0:
-            found[word] = (candidates[j], credit)
-    return found
 
 
 def signals(question: str, evidence: list[dict], blocks: list[dict], document_frequency: dict[str, int] | None,

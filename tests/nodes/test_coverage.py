@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
+from fieldguide.near_words import near_credit, near_share, stand_ins
 from nodes.coverage import (COVERED, NOT_COVERED, PARTIAL, THRESHOLDS, Signals, coverage, grounding, idf_of,
-                            near_credit, partial_preface, question_words, settled_without_near, signals, stand_ins,
-                            verdict, whether_clause)
+                            partial_preface, question_words, settled_without_near, signals, verdict, whether_clause)
 
 # An index of 100 chunks: "booking" and "price" are common, "deposit" rare, "cryptocurrency" in none.
 DF = {"booking": 40, "bookings": 5, "price": 30, "pay": 20, "deposit": 3, "card": 10, "form": 25, "dropbox": 0,
@@ -93,6 +93,8 @@ def test_a_lacking_word_counts_by_how_close_in_meaning_the_nearest_quoted_word_i
     assert s.found == pytest.approx(weights["booking"] / sum(weights.values()))
     assert s.near == pytest.approx((weights["booking"] + weights["charge"]) / sum(weights.values()))
     assert s.stand_ins == {"charge": "fee"}
+    assert near_share("Is there a charge for a booking or a wallet?", {"fee", "booking"}, DF, N, embed) == (
+        pytest.approx(s.near))
     # the word the quotes lack with nothing near it is named first, and the verdict reads `near`
     assert s.missing == ["wallet", "charge"]
     assert grounding(s, 0.0, 0.0) == pytest.approx(s.near)

@@ -370,6 +370,24 @@ def test_a_question_that_narrowly_misses_the_thresholds_keeps_its_closest_candid
     assert not near_miss(0.06, 0.5, 0.0, 0.0, 0.6)  # no margin measured: nothing to miss narrowly
 
 
+def test_the_closest_sections_hold_words_close_in_meaning_when_their_own_fall_short():
+    from nodes.cap import NEAR_MISS_HELD, closest_hold
+
+    closest = [{"heading_path": ["Lists"], "text": "Public lists for a subscription form, no token needed."}]
+    question = "How does my signup page get the lists?"
+    literal = closest_hold(question, closest, None)  # "lists" of "signup", "page", "lists"
+    assert literal == pytest.approx(1 / 3) and literal >= NEAR_MISS_HELD
+    assert closest_hold(question, closest, None, embed=lambda texts: 1 / 0) == literal  # enough: nothing embedded
+    short = "How does my signup widget fetch the lists?"  # "lists" of four words
+    assert closest_hold(short, closest, None) == pytest.approx(0.25) and 0.25 < NEAR_MISS_HELD
+
+    def embed(texts):  # "signup" means "subscription"; nothing else is near anything
+        return [[1.0, 0.0] if t in ("signup", "subscription") else [0.0, 1.0] if t == "lists" else [0.0, 0.0]
+                for t in texts]
+
+    assert closest_hold(short, closest, None, embed) == pytest.approx(0.5)
+
+
 def test_hybrid_search_gives_bm25_a_condensed_follow_ups_own_words_only():
     resources = make_resources(RECORDS, hybrid_alpha=0.6)
     vector = resources.embeddings.embed_query("export invoices")
