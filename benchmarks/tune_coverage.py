@@ -100,15 +100,13 @@ def figures(rows: list[dict], decide) -> dict:
 
 
 def decider(overrides: dict | None = None):
-    from nodes.coverage import NOT_COVERED, PARTIAL, Signals, verdict
+    from nodes.coverage import NOT_COVERED, Signals, turn_verdict
 
     def decide(row: dict) -> str:
         if row["abstain"]:
             return NOT_COVERED
-        if row.get("closest_only"):  # kept for its closest candidates: partial whatever the signals
-            return PARTIAL
         known = {k: v for k, v in row["signals"].items() if k in Signals.__dataclass_fields__}  # older dumps
-        return verdict(Signals(**known), **(overrides or {}))[0]
+        return turn_verdict(Signals(**known), row.get("closest_only") or "", **(overrides or {}))[0]
 
     return decide
 

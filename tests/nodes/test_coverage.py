@@ -228,7 +228,7 @@ def test_the_judges_reading_is_one_more_input_never_the_only_one():
     assert with_judgement(PARTIAL, "r", said(None)) == (PARTIAL, "r")
 
 
-def test_a_turn_kept_for_its_closest_candidates_is_partial_whatever_its_quotes_hold():
+def test_a_turn_kept_for_its_closest_candidates_is_partial_when_its_quotes_do_not_stand_for_it():
     from fakes import config_for, make_resources
 
     state = {"question": "And how is it made up?", "standalone_question": "How is the price made up?",
@@ -243,3 +243,17 @@ def test_a_turn_kept_for_its_closest_candidates_is_partial_whatever_its_quotes_h
     assert alone["coverage"] == PARTIAL and alone["coverage_reason"].startswith("nothing stands out for this question (")
     update = coverage(dict(state, closest_only=""), config_for(make_resources([])))
     assert update["coverage_reason"].startswith("the quotes hold")
+
+
+def test_a_turn_kept_for_its_closest_candidates_is_covered_only_when_its_quotes_stand_for_it():
+    from nodes.coverage import turn_verdict
+
+    answers = Signals(found=1.0, semantic=0.7, standout=0.7)  # grounding 1.45: what a covered turn needs
+    lacks = Signals(found=0.2, semantic=0.5, standout=0.7, missing=["cryptocurrency"])  # grounding 0.49
+    why = "the best score 0.61 stands 0.05 above the median"
+    assert turn_verdict(answers, why) == (COVERED, "the quotes hold 100% of the question's weight (grounding "
+                                          "1.45), though nothing stood out (" + why + ")")
+    assert turn_verdict(lacks, why, "follow-up") == (PARTIAL, f"nothing stands out for this follow-up ({why})")
+    assert turn_verdict(lacks) == verdict(lacks) and turn_verdict(answers) == verdict(answers)
+    # a name no chunk holds keeps it partial however well the rest reads
+    assert turn_verdict(replace(answers, names=["Bitcoin"]), why)[0] == PARTIAL
