@@ -71,6 +71,12 @@ _POINTS_BACK = re.compile(
     # the previous turn was about ("How are roles and policies different?" names both)
     r"^(?!.*\b(?:and|between|vs|versus|or|than|from)\b).*\b(?:different|differ|compare|better|worse)\s*[?.!]*\s*$",
     re.IGNORECASE)
+# "Different thing: ...", "Unrelated, but ...": a new topic, said so ("Different thing on the same
+# topic: ..." is not one)
+_STARTS_AFRESH = re.compile(
+    r"^\W*(?:(?:a |one )?(?:different|separate|unrelated|new|other|another)\s+(?:thing|question|topic|matter)|"
+    r"unrelated|changing the subject|on (?:a|an) (?:different|unrelated|other) note)\b(?!.*\bsame (?:topic|page|thing)\b)"
+    r"\s*[:,.;!?-]", re.IGNORECASE)
 _THERE_IS = re.compile(r"\bthere (?:is|are|was|were|will|'s)\b|\b(?:is|are|was|were) there\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]+")
 MIN_OWN_TERMS = 2  # a question naming fewer terms than this leans on the conversation
@@ -100,8 +106,12 @@ def own_words(state: dict) -> str | None:
 
 
 def leans_on_previous(question: str) -> bool:
-    """Whether a question can only be understood with the turn before it."""
+    """Whether a question can only be understood with the turn before it. One that says it starts
+    afresh ("Different thing: ...", "Separate question: ...") stands as asked, whatever "it" it
+    points to: that is within its own words."""
     text = " ".join(question.split())
+    if _STARTS_AFRESH.match(text):
+        return False
     if _OPENS_WITH_LINK.match(text):
         return True
     if _POINTS_BACK.search(_THERE_IS.sub(" ", text)):

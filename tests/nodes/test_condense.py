@@ -33,6 +33,8 @@ PREVIOUS_CONTEXT = [{"chunk_id": "x", "source": "budgeting/categories.md", "rera
     "Can I give each one a nicer address than the default?",
     "Can I also put a PIN on her profile?",
     "Would getting the codes by email instead be a better idea?",
+    "Different thing on the same topic: which of the user statuses can actually log in?",
+    "A different question about it: can I rename it?",
 ])
 def test_questions_that_lean_on_the_previous_turn(question):
     assert leans_on_previous(question)
@@ -49,6 +51,9 @@ def test_questions_that_lean_on_the_previous_turn(question):
     "Can I give everyone in the team one shared login?",
     "How are roles and policies different?",
     "Are there servers I could use instead of writing one for push notifications?",
+    "Different thing: another show has a 'behind the scenes' folder. Will Jellyfin treat what's in it as extras?",
+    "Separate question: can I also run it on a Raspberry Pi?",
+    "Unrelated, but does it work with that?",
 ])
 def test_questions_that_stand_on_their_own(question):
     assert not leans_on_previous(question)
