@@ -5,7 +5,10 @@ A question word that a text lacks counts by how close in meaning the text's near
 (`near_credit`): the embedding model embeds the word and each content word of the text alone.
 Spelling variants and synonyms ("colour"/"color", "photo"/"image") reach cosines of 0.75-0.97,
 words merely of the same field ("theme"/"design", "trash"/"delete") 0.45-0.55. The coverage
-verdict (`nodes.coverage`) and the narrow-miss rule of `nodes.cap` read questions this way.
+verdict (`nodes.coverage`) and the narrow-miss rule of `nodes.cap` read questions this way, but
+only where the model reads the question as words (`ingest.tokens.reads_as_words`): an English
+model cuts Cyrillic into letters, and the vectors of two unrelated words spelled out letter by
+letter lie close ("bake sourdough bread" came near a page of booking prices).
 """
 from __future__ import annotations
 

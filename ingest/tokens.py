@@ -204,3 +204,22 @@ def _bert_ascii_shortcut(tokenizer) -> tuple[bool, bool]:
 @lru_cache(maxsize=4)
 def get_counter(model: str | None = None) -> TokenCounter:
     return TokenCounter(resolve_model_path(model))
+
+
+# An English model cuts a script it does not know into letters: 6-8 tokens a word for Cyrillic
+# against 1.0-1.4 for English questions. Above this many, its vectors of the text say nothing of
+# what the words mean (the intent's example evidence, words close in meaning leave such text out).
+FLUENT_TOKENS_PER_WORD = 3.0
+
+
+def tokens_per_word(text: str, counter) -> float:
+    """How many of the embedding model's tokens each word of `text` costs."""
+    from fieldguide.words import words
+
+    found = words(text)
+    return (counter.count_piece(text) - counter.special_tokens) / len(found) if found else 0.0
+
+
+def reads_as_words(text: str, counter) -> bool:
+    """Whether the embedding model reads `text` as words rather than letters (`FLUENT_TOKENS_PER_WORD`)."""
+    return tokens_per_word(text, counter) <= FLUENT_TOKENS_PER_WORD

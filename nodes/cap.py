@@ -62,6 +62,7 @@ from graph.resources import resources_for
 from graph.state import question_of
 from graph.timing import timed
 from ingest.dialects import reading_of
+from ingest.tokens import reads_as_words
 from nodes.condense import earlier_questions, own_part
 from nodes.reassemble import token_cost, under_section
 
@@ -239,8 +240,10 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
             # a narrow miss whose closest sections hold little of what was asked is about
             # something else: the margin was missed by chance
             resources = resources_for(config)
-            held = None if follow_up else closest_hold(question_of(state), closest, resources.term_stats,
-                                                       resources.text_vectors.embed)
+            question = question_of(state)
+            # words close in meaning only where the model reads the question as words, not letters
+            embed = resources.text_vectors.embed if reads_as_words(question, resources.token_counter) else None
+            held = None if follow_up else closest_hold(question, closest, resources.term_stats, embed)
             if held is not None:
                 reason += f"; the closest sections hold {held:.0%} of the question's weight"
             if held is None or held >= NEAR_MISS_HELD:

@@ -59,6 +59,7 @@ from fieldguide.words import words
 from graph.options import options_for
 from graph.resources import resources_for
 from graph.timing import timed
+from ingest.tokens import reads_as_words
 from nodes.condense import own_part
 from nodes.evidence import embedding_text
 from nodes.quotable import Unit
@@ -195,6 +196,10 @@ def settled_without_near(s: Signals) -> bool:
     return low >= t["threshold"] or high < t["threshold"]
 
 
+def always(_: Signals) -> bool:
+    return True
+
+
 def verdict(s: Signals, **overrides: float) -> tuple[str, str]:
     """(coverage, reason) of a turn that was answered with quotes: `partial` when the question names
     what no chunk of the docs holds, or when the quotes stand for it too little (`grounding` under the
@@ -292,10 +297,14 @@ def coverage(state: dict, config: RunnableConfig = None) -> dict:
         unit_vectors = embed([embedding_text(Unit(u["n"] - 1, 0, u["kind"], u["text"], 0, u.get("label") or "",
                                                   u.get("header") or "")) for u in evidence]) if evidence else []
         standout, above_floor, similarity = standing(state, config)
-        found = signals(state.get("standalone_question") or state["question"], evidence, blocks,
-                        stats.document_frequency if stats else None, stats.documents if stats else 0,
-                        embed, unit_vectors, standout, state.get("query_vector"),
-                        settled=None if MEASURING["near_always"] else settled_without_near)
+        question = state.get("standalone_question") or state["question"]
+        if not reads_as_words(question, resources.token_counter):
+            settled = always  # the model reads the question's script as letters: no word is near another
+        else:
+            settled = None if MEASURING["near_always"] else settled_without_near
+        found = signals(question, evidence, blocks, stats.document_frequency if stats else None,
+                        stats.documents if stats else 0, embed, unit_vectors, standout, state.get("query_vector"),
+                        settled=settled)
         found.above_floor, found.similarity = above_floor, similarity
         asked = "follow-up" if state.get("condensed_by") in ("rules", "model") else "question"
         result, reason = turn_verdict(found, state.get("closest_only") or "", asked)

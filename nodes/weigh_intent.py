@@ -39,13 +39,13 @@ from graph.options import options_for
 from graph.resources import resources_for
 from graph.state import question_of
 from graph.timing import timed
+from ingest.tokens import FLUENT_TOKENS_PER_WORD, tokens_per_word
 
 WORDING_WEIGHT = 0.46
 EXAMPLE_WEIGHT = 8.2
 CANDIDATE_WEIGHT = 1.25
 AMBIGUOUS_BAND = 0.1
 CANDIDATES = 3
-FLUENT_TOKENS_PER_WORD = 3.0
 
 
 def example_evidence(query_vector: list[float], prototypes: tuple[list[float], list[float]]) -> float:
@@ -73,14 +73,6 @@ def weigh(wording: float, examples: float, candidates: float) -> tuple[str, floa
     if abs(z) < AMBIGUOUS_BAND:
         return "ambiguous", round(0.5 + abs(z) / 2, 3), z
     return ("screen" if z > 0 else "conceptual"), round(1.0 / (1.0 + math.exp(-abs(z))), 3), z
-
-
-def tokens_per_word(question: str, counter) -> float:
-    """How many of the embedding model's tokens each word of the question costs."""
-    from fieldguide.words import words
-
-    found = words(question)
-    return (counter.count_piece(question) - counter.special_tokens) / len(found) if found else 0.0
 
 
 @timed("weigh_intent")

@@ -257,3 +257,22 @@ def test_a_turn_kept_for_its_closest_candidates_is_covered_only_when_its_quotes_
     assert turn_verdict(lacks) == verdict(lacks) and turn_verdict(answers) == verdict(answers)
     # a name no chunk holds keeps it partial however well the rest reads
     assert turn_verdict(replace(answers, names=["Bitcoin"]), why)[0] == PARTIAL
+
+
+def test_no_word_is_near_another_where_the_model_reads_letters(monkeypatch):
+    from fakes import config_for, make_resources
+
+    from ingest.tokens import reads_as_words
+    from nodes import coverage as node
+
+    monkeypatch.setitem(node.MEASURING, "near_always", True)  # measured whenever the question reads as words
+    resources = make_resources([])
+    assert reads_as_words("How is the price made up?", resources.token_counter)
+    assert not reads_as_words("Как испечь хлеб на закваске дома?", resources.token_counter)
+    block = {"heading_path": ["Хлеб"], "text": "Цена бронирования складывается из дневной ставки."}
+    unit = {"n": 1, "kind": "sentence", "text": block["text"], "header": None, "label": "Хлеб"}
+    state = {"question": "Как испечь хлеб на закваске дома?", "condensed_by": "none", "context": [block],
+             "evidence": [unit], "rerank_results": [], "timings_ms": {}, "closest_only": ""}
+    assert coverage(state, config_for(resources))["coverage_signals"]["near"] is None
+    english = dict(state, question="How is the price of a booking made up?", context=[PRICE_BLOCK], evidence=QUOTE)
+    assert coverage(english, config_for(resources))["coverage_signals"]["near"] is not None
