@@ -239,11 +239,13 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
             closest = within or ranked[:1]
             # a narrow miss whose closest sections hold little of what was asked is about
             # something else: the margin was missed by chance
-            resources = resources_for(config)
-            question = question_of(state)
-            # words close in meaning only where the model reads the question as words, not letters
-            embed = resources.text_vectors.embed if reads_as_words(question, resources.token_counter) else None
-            held = None if follow_up else closest_hold(question, closest, resources.term_stats, embed)
+            held = None
+            if not follow_up:
+                resources, question = resources_for(config), question_of(state)
+                # words close in meaning only where the model reads the question as words, not letters
+                fluent = reads_as_words(question, resources.token_counter)
+                held = closest_hold(question, closest, resources.term_stats,
+                                    resources.text_vectors.embed if fluent else None)
             if held is not None:
                 reason += f"; the closest sections hold {held:.0%} of the question's weight"
             if held is None or held >= NEAR_MISS_HELD:

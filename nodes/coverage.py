@@ -105,11 +105,6 @@ def quoted_words(evidence: list[dict], blocks: list[dict]) -> set[str]:
     return found
 
 
-def quoted_terms(evidence: list[dict], blocks: list[dict]) -> set[str]:
-    """Stemmed words of the quoted units, their table headers and the breadcrumbs of their blocks."""
-    return {stem(w) for w in quoted_words(evidence, blocks)}
-
-
 # benchmarks/tune_coverage.py measures `near` on every turn, so that other weights can be replayed
 MEASURING = {"near_always": False}
 
