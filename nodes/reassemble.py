@@ -4,7 +4,7 @@ A chunk that is one part of a split section ("part 2 of 3") is never handed to t
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the parent intros (named at ingest by each chunk's `parent_group_id`) come from
 the store in one round trip (`store.reassembly_parts`). Budget (`context_token_budget`, in the
-embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and two
+embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and five
 more may go beyond it:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
@@ -35,7 +35,11 @@ more may go beyond it:
 9. with `parent_body` on, the rest of the best hit's parent's own text (`parent_body`), its parts in
    order after the intro, within `section_token_budget`, placed where the intro goes. A question
    about "Storage Locations" often finds one location's subsection best, while the list of
-   locations sits in the parent's own table three parts long (docs/TUNING.md, "A parent's own text").
+   locations sits in the parent's own table three parts long (docs/TUNING.md, "A parent's own text");
+10. the first part of every kept split section that lacks it, with the parts between it and the
+   kept ones, within `section_token_budget`, in rank order: a section's heading and first lines say
+   what it is about and where its steps begin, and a quote of parts 2 to 4 of a backup procedure
+   starts after "1. Stop the server" (docs/TUNING.md, "A dominant section").
 
 Parts that do not fit are recorded in `gaps` (read from the blocks by `ingest.parts`, as the
 prompt reads where to mark them). Parts
@@ -206,6 +210,10 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     # Pass 9: the rest of the best hit's parent's own text, within the section budget.
     if parent_parts and section_budget > budget:
         used = parent_body(groups, chosen, intros, parent_parts, used, section_budget)
+    # Pass 10: the opening of every kept split section that lacks it, and the parts up to the kept ones.
+    if section_budget > budget:
+        for gid, parts in groups.items():
+            used = _fill_opening(parts, chosen[gid], used, section_budget)
 
     return lay_out(groups, chosen, intros, below, own)
 
@@ -279,6 +287,21 @@ def _fill_section(parts: list[dict], chosen: set[int], used: int, budget: int) -
             chosen.add(index)
             used += cost
     return used
+
+
+def _fill_opening(parts: list[dict], chosen: set[int], used: int, budget: int) -> int:
+    """Adds to `chosen` a kept section's first part when it lacks it, then the parts between it and
+    the kept ones (`_fill_holes`), each while the context stays within `budget`; returns the tokens
+    used after. The heading's own first lines say what the section is about and where its steps
+    begin ("1. Stop the server"); a quote of parts 2 to 4 starts in the middle of them."""
+    if not chosen or len(parts) < 2:
+        return used
+    first = int(parts[0]["part_index"])
+    cost = token_cost(parts[0])
+    if first in chosen or used + cost > budget:
+        return used
+    chosen.add(first)
+    return _fill_holes(parts, chosen, used + cost, budget)
 
 
 def _fill_holes(parts: list[dict], chosen: set[int], used: int, budget: int) -> int:

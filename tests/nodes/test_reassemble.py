@@ -371,7 +371,27 @@ def test_a_section_half_in_the_context_comes_whole_from_the_section_budget():
     context, gaps = assemble(hits, [], 85, parts, section_budget=1000)
     assert [b["part_index"] for b in context if b["group_id"] == "values"] == list(range(1, 10))
     assert gaps == []
-    # under half in (the tail no longer fits the context budget): only the hit
+    # under half in (the tail no longer fits the context budget): the hit, and the opening up to it
     context, _ = assemble(hits, [], 85, parts_of(section[:8] + [dict(section[8], token_count=200)] + others),
                           section_budget=1000)
-    assert [b["part_index"] for b in context if b["group_id"] == "values"] == [4]
+    assert [b["part_index"] for b in context if b["group_id"] == "values"] == [1, 2, 3, 4]
+
+
+def test_a_kept_section_without_its_opening_gets_it_from_the_section_budget():
+    """Parts 2 to 4 of a seven-part procedure start after its first step: the opening comes in
+    beyond the context budget, before the parts after the kept ones, and only while it fits."""
+    steps = split_section("steps", [f"step {i}" for i in range(1, 8)], token_count=20)
+    others = [record(f"o{n}", "elsewhere", source=f"other{n}.md", token_count=20) for n in range(2)]
+    hits = [hit(others[0], rerank_score=0.9), hit(steps[2], rerank_score=0.8), hit(others[1], rerank_score=0.7)]
+    parts = parts_of(steps + others)
+    context, gaps = assemble(hits, [], 100, parts, section_budget=0)  # the context budget alone: 3 and 4 join
+    assert [b["part_index"] for b in context if b["group_id"] == "steps"] == [2, 3, 4]
+    context, gaps = assemble(hits, [], 100, parts, section_budget=120)
+    assert [b["part_index"] for b in context if b["group_id"] == "steps"] == [1, 2, 3, 4]
+    assert gaps == [{"group_id": "steps", "missing_parts": [5, 6, 7], "part_count": 7}]
+    context, _ = assemble(hits, [], 100, parts, section_budget=119)  # the opening does not fit: nothing more
+    assert [b["part_index"] for b in context if b["group_id"] == "steps"] == [2, 3, 4]
+    # a section that has its opening gains nothing from this pass
+    hits = [hit(others[0], rerank_score=0.9), hit(steps[0], rerank_score=0.8), hit(others[1], rerank_score=0.7)]
+    context, _ = assemble(hits, [], 60, parts, section_budget=1000)
+    assert [b["part_index"] for b in context if b["group_id"] == "steps"] == [1]
