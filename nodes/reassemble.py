@@ -4,7 +4,7 @@ A chunk that is one part of a split section ("part 2 of 3") is never handed to t
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the parent intros (named at ingest by each chunk's `parent_group_id`) come from
 the store in one round trip (`store.reassembly_parts`). Budget (`context_token_budget`, in the
-embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and five
+embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and six
 more may go beyond it:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
@@ -36,7 +36,11 @@ more may go beyond it:
    order after the intro, within `section_token_budget`, placed where the intro goes. A question
    about "Storage Locations" often finds one location's subsection best, while the list of
    locations sits in the parent's own table three parts long (docs/TUNING.md, "A parent's own text");
-10. the first part of every kept split section that lacks it, with the parts between it and the
+10. the rest of the best hit's own subsections (pass 5's list, on from where it stopped, up to the
+   first that does not fit), within `section_token_budget`: a board layout's section found by its
+   question keeps its "Page Area" subsection even when a three-part section ranked below it spent
+   the context budget first;
+11. the first part of every kept split section that lacks it, with the parts between it and the
    kept ones, within `section_token_budget`, in rank order: a section's heading and first lines say
    what it is about and where its steps begin, and a quote of parts 2 to 4 of a backup procedure
    starts after "1. Stop the server" (docs/TUNING.md, "A dominant section").
@@ -191,8 +195,11 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             used += token_cost(hit)
             below[gid] = hit
     # Pass 5: the best hit's own subsections, from its page, in the page's order, while they fit.
-    own = own_subsections(hits, groups, chosen, page_of, budget - used) if page_of else []
-    used += sum(token_cost(record) for record in own)
+    unread = own_subsections(hits, groups, chosen, page_of) if page_of else []
+    unread = [record for record in unread if record["chunk_id"] not in held_ids(groups, chosen, intros)]
+    read = while_they_fit(unread, budget - used)
+    used += sum(token_cost(record) for record in read)
+    own = adopt(read, groups, chosen)
     # Pass 6: the rest of a dominant split section, within the section budget.
     whole = {gid for gid, parts in groups.items() if len(chosen[gid]) == len(parts)}
     dominant = dominant_section(hits, whole) if section_budget > budget else None
@@ -210,7 +217,13 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     # Pass 9: the rest of the best hit's parent's own text, within the section budget.
     if parent_parts and section_budget > budget:
         used = parent_body(groups, chosen, intros, parent_parts, used, section_budget)
-    # Pass 10: the opening of every kept split section that lacks it, and the parts up to the kept ones.
+    # Pass 10: the rest of the best hit's own subsections, on from where pass 5 stopped, within the section budget.
+    if section_budget > budget and len(read) < len(unread):
+        held = held_ids(groups, chosen, intros)
+        more = while_they_fit([r for r in unread[len(read):] if r["chunk_id"] not in held], section_budget - used)
+        used += sum(token_cost(record) for record in more)
+        own += adopt(more, groups, chosen)
+    # Pass 11: the opening of every kept split section that lacks it, and the parts up to the kept ones.
     if section_budget > budget:
         for gid, parts in groups.items():
             used = _fill_opening(parts, chosen[gid], used, section_budget)
@@ -247,19 +260,38 @@ def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: 
     return context, section_gaps(context)
 
 
-def own_subsections(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[str, set[int]], page_of,
-                    room: int) -> list[dict]:
+def own_subsections(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[str, set[int]],
+                    page_of) -> list[dict]:
     """The best hit's subsections that the context does not hold yet, read from its page
-    (`page_of(source)`, the page's chunks in order), in the page's order, up to the first that does
-    not fit in `room`: the section as its page defines it runs through its last subsection, and on
-    a reference page each option is a subsection a few lines long ("### max_retries"), so the hit
-    on the option group alone leaves every option out."""
+    (`page_of(source)`, the page's chunks in order), in the page's order: the section as its page
+    defines it runs through its last subsection, and on a reference page each option is a
+    subsection a few lines long ("### max_retries"), so the hit on the option group alone leaves
+    every option out. The caller takes them `while_they_fit`."""
     best = next((h for h in hits if not h.get("below_cut")), None)
-    if best is None or room <= 0 or not best.get("heading_path"):
+    if best is None or not best.get("heading_path"):
         return []  # a page's intro (no heading above it) has the whole page below it: no section of its own
     held = {p["chunk_id"] for gid, parts in groups.items() for p in parts if int(p["part_index"]) in chosen[gid]}
-    return while_they_fit([record for record in page_of(best["source"], list(best["heading_path"]))
-                           if record["chunk_id"] not in held and under_section(record, best)], room)
+    return [record for record in page_of(best["source"], list(best["heading_path"]))
+            if record["chunk_id"] not in held and under_section(record, best)]
+
+
+def held_ids(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: dict[str, list[dict]]) -> set[str]:
+    """The chunk ids the context holds so far: chosen parts and parent intros (and a parent's own text)."""
+    held = {p["chunk_id"] for gid, parts in groups.items() for p in parts if int(p["part_index"]) in chosen[gid]}
+    return held | {intro["chunk_id"] for kept in intros.values() for intro in kept}
+
+
+def adopt(records: list[dict], groups: dict[str, list[dict]], chosen: dict[str, set[int]]) -> list[dict]:
+    """`records` read from the page, less those that are parts of a section the context already has
+    as a group: those are chosen there instead, so a later pass that completes or opens that section
+    sees them and no part is laid out twice."""
+    own = []
+    for record in records:
+        if record.get("group_id") in groups:
+            chosen[record["group_id"]].add(int(record["part_index"]))
+        else:
+            own.append(record)
+    return own
 
 
 def while_they_fit(records: list[dict], room: int) -> list[dict]:

@@ -57,11 +57,19 @@ def test_the_best_hit_brings_its_own_subsections_from_its_page_in_order():
     assert ("page_records", "policy.md") in resources.store.calls
     # only what the budget leaves, up to the first that does not fit: never a later one past a hole
     update = reassemble({"cap_results": [best], "search_results": [best]},
-                        config_for(resources, context_token_budget=12, parent_intro=False))
+                        config_for(resources, context_token_budget=12, section_token_budget=0, parent_intro=False))
     assert [b["chunk_id"] for b in update["context"]] == ["zx"]
     update = reassemble({"cap_results": [best], "search_results": [best]},
-                        config_for(resources, context_token_budget=13, parent_intro=False))
+                        config_for(resources, context_token_budget=13, section_token_budget=0, parent_intro=False))
     assert [b["chunk_id"] for b in update["context"]] == ["zx", "en"]
+    # the section budget goes on from where the context budget stopped, in the page's order
+    update = reassemble({"cap_results": [best], "search_results": [best]},
+                        config_for(resources, context_token_budget=12, section_token_budget=18, parent_intro=False))
+    assert [(b["chunk_id"], b.get("context_role")) for b in update["context"]] == [
+        ("zx", None), ("en", "subsection")]
+    update = reassemble({"cap_results": [best], "search_results": [best]},
+                        config_for(resources, context_token_budget=12, section_token_budget=19, parent_intro=False))
+    assert [b["chunk_id"] for b in update["context"]] == ["zx", "en", "ms"]
     # switched off: the hit alone
     update = reassemble({"cap_results": [best], "search_results": [best]},
                         config_for(resources, context_token_budget=100, parent_intro=False, own_subsections=False))
@@ -395,3 +403,28 @@ def test_a_kept_section_without_its_opening_gets_it_from_the_section_budget():
     hits = [hit(others[0], rerank_score=0.9), hit(steps[0], rerank_score=0.8), hit(others[1], rerank_score=0.7)]
     context, _ = assemble(hits, [], 60, parts, section_budget=1000)
     assert [b["part_index"] for b in context if b["group_id"] == "steps"] == [1]
+
+
+def test_the_section_budget_reads_on_through_the_best_hits_subsections_and_lays_none_out_twice():
+    """The context budget stops the best hit's own subsections at the first that does not fit; the
+    section budget reads on from there. A subsection that is itself a kept section (here "Steps",
+    found by its part 2) is completed where it stands, not repeated after the best hit."""
+    top = record("top", "The layout.", source="layouts.md", heading_path=("Board",), token_count=10)
+    steps = split_section("steps", ["one", "two", "three"], source="layouts.md",
+                          heading_path=("Board", "Steps"), token_count=10)
+    area = record("area", "The page area.", source="layouts.md", heading_path=("Board", "Page Area"), token_count=10)
+    other = record("other", "Elsewhere.", source="other.md", token_count=10)
+    page = [top] + steps + [area]
+    hits = [hit(top, rerank_score=0.9), hit(steps[1], rerank_score=0.8), hit(other, rerank_score=0.7)]
+
+    def page_of(source, under=()):
+        return [dict(r) for r in page if r["source"] == source]
+
+    parts = parts_of(page + [other])
+    context, _ = assemble(hits, [], 30, parts, section_budget=0, page_of=page_of)
+    assert [b["chunk_id"] for b in context] == ["top", "steps-p2", "other"]
+    context, gaps = assemble(hits, [], 30, parts, section_budget=60, page_of=page_of)
+    assert [(b["chunk_id"], b.get("context_role")) for b in context] == [
+        ("top", None), ("area", "subsection"), ("steps-p1", None), ("steps-p2", None), ("steps-p3", None),
+        ("other", None)]
+    assert gaps == []
