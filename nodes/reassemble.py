@@ -4,7 +4,7 @@ A chunk that is one part of a split section ("part 2 of 3") is never handed to t
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the parent intros (named at ingest by each chunk's `parent_group_id`) come from
 the store in one round trip (`store.reassembly_parts`). Budget (`context_token_budget`, in the
-embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and six
+embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and seven
 more may go beyond it:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
@@ -40,7 +40,11 @@ more may go beyond it:
    first that does not fit), within `section_token_budget`: a board layout's section found by its
    question keeps its "Page Area" subsection even when a three-part section ranked below it spent
    the context budget first;
-11. the first part of every kept split section that lacks it, with the parts between it and the
+11. the rest of the best hit's own section when it is split, nearest a kept part first, within
+   `section_token_budget`: the section the question found best is the likeliest answer, and a
+   messenger page's first part says what it is while the payload the question asks about sits
+   in its second and third, which the other kept sections left no room for;
+12. the first part of every kept split section that lacks it, with the parts between it and the
    kept ones, within `section_token_budget`, in rank order: a section's heading and first lines say
    what it is about and where its steps begin, and a quote of parts 2 to 4 of a backup procedure
    starts after "1. Stop the server" (docs/TUNING.md, "A dominant section").
@@ -223,7 +227,11 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
         more = while_they_fit([r for r in unread[len(read):] if r["chunk_id"] not in held], section_budget - used)
         used += sum(token_cost(record) for record in more)
         own += adopt(more, groups, chosen)
-    # Pass 11: the opening of every kept split section that lacks it, and the parts up to the kept ones.
+    # Pass 11: the rest of the best hit's own split section, within the section budget.
+    best = next((hit for hit in hits if not hit.get("below_cut")), None)
+    if best is not None and section_budget > budget:
+        used = _fill_section(groups[best["group_id"]], chosen[best["group_id"]], used, section_budget)
+    # Pass 12: the opening of every kept split section that lacks it, and the parts up to the kept ones.
     if section_budget > budget:
         for gid, parts in groups.items():
             used = _fill_opening(parts, chosen[gid], used, section_budget)

@@ -332,8 +332,9 @@ def test_no_section_dominates_when_hits_are_spread_or_the_section_is_not_split()
     assert dominant_section([hit(single)]) is None  # nothing split: nothing to complete
     # a subsection below the cut is no kept hit
     assert dominant_section([hit(a[0]), {**hit(b[0]), "below_cut": True}, {**hit(b[1]), "below_cut": True}]) == "a"
+    # a tie: no section dominates, so only the best hit's own section comes whole (pass 11)
     context, _ = assemble([hit(a[0]), hit(b[0])], [], 20, parts_of(a + b), section_budget=1000)
-    assert [blk["chunk_id"] for blk in context] == ["a-p1", "b-p1"]
+    assert [blk["chunk_id"] for blk in context] == ["a-p1", "a-p2", "a-p3", "b-p1"]
 
 
 def test_the_node_passes_the_section_budget_and_zero_switches_it_off():
@@ -428,3 +429,26 @@ def test_the_section_budget_reads_on_through_the_best_hits_subsections_and_lays_
         ("top", None), ("area", "subsection"), ("steps-p1", None), ("steps-p2", None), ("steps-p3", None),
         ("other", None)]
     assert gaps == []
+
+
+def test_the_best_hits_split_section_comes_whole_from_the_section_budget():
+    """A messenger page's first part was the best hit; a two-part section ranked below it spent the
+    context budget, and the payload in the best section's later parts stayed out although no
+    section dominated and it was not half in."""
+    best = split_section("best", ["what it is", "the address", "the payload"], token_count=20)
+    pair = split_section("pair", ["list one", "list two"], token_count=20)
+    other = record("other", "Elsewhere.", source="other.md", token_count=20)
+    hits = [hit(best[0], rerank_score=0.9), hit(pair[1], rerank_score=0.8), hit(pair[0], rerank_score=0.7),
+            hit(other, rerank_score=0.6)]
+    parts = parts_of(best + pair + [other])
+    context, gaps = assemble(hits, [], 80, parts, section_budget=0)
+    assert [b["chunk_id"] for b in context] == ["best-p1", "pair-p1", "pair-p2", "other"]
+    assert gaps == [{"group_id": "best", "missing_parts": [2, 3], "part_count": 3}]
+    context, gaps = assemble(hits, [], 80, parts, section_budget=120)
+    assert [b["chunk_id"] for b in context] == ["best-p1", "best-p2", "best-p3", "pair-p1", "pair-p2", "other"]
+    assert gaps == []
+    # the best hit's section only: a section ranked below it that is missing parts stays as it is
+    hits = [hit(other, rerank_score=0.9), hit(best[0], rerank_score=0.8), hit(pair[0], rerank_score=0.7),
+            hit(pair[1], rerank_score=0.6)]
+    context, _ = assemble(hits, [], 80, parts, section_budget=120)
+    assert [b["chunk_id"] for b in context if b["group_id"] == "best"] == ["best-p1"]
