@@ -204,39 +204,46 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     read = while_they_fit(unread, budget - used)
     used += sum(token_cost(record) for record in read)
     own = adopt(read, groups, chosen)
-    # Pass 6: the rest of a dominant split section, within the section budget.
-    whole = {gid for gid, parts in groups.items() if len(chosen[gid]) == len(parts)}
-    dominant = dominant_section(hits, whole) if section_budget > budget else None
-    if dominant is not None and chosen[dominant]:
-        used = _fill_section(groups[dominant], chosen[dominant], used, section_budget)
-    # Pass 7: the holes between two kept parts of one section, within the section budget.
     if section_budget > budget:
-        for gid, parts in groups.items():
-            used = _fill_holes(parts, chosen[gid], used, section_budget)
-    # Pass 8: the rest of every section at least half in the context, within the section budget.
-    if section_budget > budget:
-        for gid, parts in groups.items():
-            if 2 * len(chosen[gid]) >= len(parts) > len(chosen[gid]):
-                used = _fill_section(parts, chosen[gid], used, section_budget)
-    # Pass 9: the rest of the best hit's parent's own text, within the section budget.
-    if parent_parts and section_budget > budget:
-        used = parent_body(groups, chosen, intros, parent_parts, used, section_budget)
-    # Pass 10: the rest of the best hit's own subsections, on from where pass 5 stopped, within the section budget.
-    if section_budget > budget and len(read) < len(unread):
-        held = held_ids(groups, chosen, intros)
-        more = while_they_fit([r for r in unread[len(read):] if r["chunk_id"] not in held], section_budget - used)
-        used += sum(token_cost(record) for record in more)
-        own += adopt(more, groups, chosen)
-    # Pass 11: the rest of the best hit's own split section, within the section budget.
-    best = next((hit for hit in hits if not hit.get("below_cut")), None)
-    if best is not None and section_budget > budget:
-        used = _fill_section(groups[best["group_id"]], chosen[best["group_id"]], used, section_budget)
-    # Pass 12: the opening of every kept split section that lacks it, and the parts up to the kept ones.
-    if section_budget > budget:
-        for gid, parts in groups.items():
-            used = _fill_opening(parts, chosen[gid], used, section_budget)
+        own += beyond_budget(hits, groups, chosen, intros, parent_parts, unread[len(read):], used, section_budget)
 
     return lay_out(groups, chosen, intros, below, own)
+
+
+def beyond_budget(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[str, set[int]],
+                  intros: dict[str, list[dict]], parent_parts: list[dict] | None, unread: list[dict],
+                  used: int, section_budget: int) -> list[dict]:
+    """Passes 6 to 12: what the section budget adds once the context budget is spent, each pass
+    while the whole context stays within `section_budget` (`chosen` and `intros` grow in place).
+    `unread`: the best hit's own subsections that pass 5 left. Returns the subsections read on."""
+    # Pass 6: the rest of a dominant split section.
+    whole = {gid for gid, parts in groups.items() if len(chosen[gid]) == len(parts)}
+    dominant = dominant_section(hits, whole)
+    if dominant is not None and chosen[dominant]:
+        used = _fill_section(groups[dominant], chosen[dominant], used, section_budget)
+    # Pass 7: the holes between two kept parts of one section.
+    for gid, parts in groups.items():
+        used = _fill_holes(parts, chosen[gid], used, section_budget)
+    # Pass 8: the rest of every section at least half in the context.
+    for gid, parts in groups.items():
+        if 2 * len(chosen[gid]) >= len(parts) > len(chosen[gid]):
+            used = _fill_section(parts, chosen[gid], used, section_budget)
+    # Pass 9: the rest of the best hit's parent's own text.
+    if parent_parts:
+        used = parent_body(groups, chosen, intros, parent_parts, used, section_budget)
+    # Pass 10: the rest of the best hit's own subsections, on from where pass 5 stopped.
+    held = held_ids(groups, chosen, intros)
+    more = while_they_fit([r for r in unread if r["chunk_id"] not in held], section_budget - used)
+    used += sum(token_cost(record) for record in more)
+    own = adopt(more, groups, chosen)
+    # Pass 11: the rest of the best hit's own split section.
+    best = next((hit for hit in hits if not hit.get("below_cut")), None)
+    if best is not None:
+        used = _fill_section(groups[best["group_id"]], chosen[best["group_id"]], used, section_budget)
+    # Pass 12: the opening of every kept split section that lacks it, and the parts up to the kept ones.
+    for gid, parts in groups.items():
+        used = _fill_opening(parts, chosen[gid], used, section_budget)
+    return own
 
 
 def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: dict[str, list[dict]],
