@@ -54,6 +54,9 @@ def _port_in_use(port: int, host: str = HOST) -> bool:
         return sock.connect_ex((host, port)) == 0
 
 
+PORT_ATTEMPTS = 3  # starts on fresh cluster ports when one given to the server was taken before it bound it
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
@@ -190,32 +193,55 @@ def _start_one(settings, http_port: int | None, grpc_port: int | None, timeout: 
                     "(or set FIELDGUIDE_WEAVIATE_URL to an external Weaviate).")
             binary = download_binary(settings, log=log or (lambda _msg: None))
         paths.persistence.mkdir(parents=True, exist_ok=True)
-        state = {
-            "http_port": http_port,
-            "grpc_port": grpc_port,
-            "gossip_port": _consecutive_free_ports(),
-            "raft_port": _consecutive_free_ports(),
-            "profiling_port": free_port(),
-            "binary": str(binary),
-        }
-        with open(paths.log, "ab") as log_file:
-            process = subprocess.Popen(
-                [str(binary), "--host", HOST, "--port", str(http_port), "--scheme", "http",
-                 "--read-timeout=600s", "--write-timeout=600s"],
-                env=_server_env(paths, http_port, grpc_port, state),
-                stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                cwd=str(paths.root), start_new_session=True,  # detached: outlives this process
-            )
-        state["pid"] = process.pid
-        paths.state.write_text(json.dumps(state))
-        if not _wait_ready(http_port, process.pid, timeout):
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            state, process, log_start = _spawn(binary, paths, http_port, grpc_port)
+            if _wait_ready(http_port, process.pid, timeout):
+                break
             alive = process.poll() is None
             if alive:
                 _terminate(process.pid)
-            raise StoreUnavailable(
-                f"The local Weaviate server ({binary}) did not become ready on port {http_port} "
-                f"({'timed out' if alive else 'it exited'}); see {paths.log}:\n{_tail(paths.log)}")
+            if alive or attempt == PORT_ATTEMPTS or not _lost_a_port(paths.log, log_start):
+                raise StoreUnavailable(
+                    f"The local Weaviate server ({binary}) did not become ready on port {http_port} "
+                    f"({'timed out' if alive else 'it exited'}); see {paths.log}:\n{_tail(paths.log)}")
         return state
+
+
+def _spawn(binary: Path, paths: ServerPaths, http_port: int, grpc_port: int) -> tuple[dict, subprocess.Popen, int]:
+    """Starts the server detached on fresh cluster ports; returns its state (also written to the
+    state file), the process, and where this start's lines begin in the server's log."""
+    state = {
+        "http_port": http_port,
+        "grpc_port": grpc_port,
+        "gossip_port": _consecutive_free_ports(),
+        "raft_port": _consecutive_free_ports(),
+        "profiling_port": free_port(),
+        "binary": str(binary),
+    }
+    log_start = paths.log.stat().st_size if paths.log.exists() else 0
+    with open(paths.log, "ab") as log_file:
+        process = subprocess.Popen(
+            [str(binary), "--host", HOST, "--port", str(http_port), "--scheme", "http",
+             "--read-timeout=600s", "--write-timeout=600s"],
+            env=_server_env(paths, http_port, grpc_port, state),
+            stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+            cwd=str(paths.root), start_new_session=True,  # detached: outlives this process
+        )
+    state["pid"] = process.pid
+    paths.state.write_text(json.dumps(state))
+    return state, process, log_start
+
+
+def _lost_a_port(log: Path, start: int) -> bool:
+    """Whether the server's lines since `start` say a port it was given was taken: the cluster
+    ports are free when chosen, and another process may bind one before the server does (it
+    binds them on the host's own address, where a check on the wildcard address does not look)."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(start)
+            return b"address already in use" in fh.read()
+    except OSError:
+        return False
 
 
 def _wait_ready(port: int, pid: int, timeout: float) -> bool:

@@ -72,3 +72,33 @@ def test_two_processes_share_one_server_that_survives_a_restart(tmp_path, weavia
         assert status["ready"] and status["pid"] not in pids
     finally:
         weaviate_server.stop(settings)
+
+
+def test_a_cluster_port_taken_before_the_server_binds_it_gets_fresh_ports(tmp_path, weaviate_binary, monkeypatch):
+    """The cluster ports are free when chosen, and another process may bind one before the server
+    does: the server exits with "address already in use", and the start tries fresh ports."""
+    import socket
+
+    settings = Settings(data_dir=tmp_path / "data", weaviate_url=None, weaviate_binary=weaviate_binary,
+                        local_http_port=weaviate_server.free_port(), local_grpc_port=weaviate_server.free_port())
+    taken = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)  # every address, both families
+    taken.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    taken.bind(("::", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
+    real = weaviate_server._consecutive_free_ports
+    handed = []
+
+    def first_one_taken():
+        handed.append(busy if not handed else real())
+        return handed[-1]
+
+    monkeypatch.setattr(weaviate_server, "_consecutive_free_ports", first_one_taken)
+    try:
+        state = weaviate_server.start(settings)
+        assert weaviate_server.is_ready(settings.local_http_port)
+        assert handed[0] == busy and state["gossip_port"] != busy  # the second start's ports
+        assert b"address already in use" in weaviate_server.ServerPaths(tmp_path / "data").log.read_bytes()
+    finally:
+        weaviate_server.stop(settings)
+        taken.close()
