@@ -5,7 +5,10 @@ Abstention is relative to the question's own candidates: when the best score doe
 each section of the search results once, by its best part), nothing stands out and the turn
 abstains. Otherwise a candidate stays when it scores at least
 `rerank_min` (the strict minimum) and no more than `rank_window` margin units below the best
-(so a fourth chunk far below the first does not take the budget from the first one's parts).
+(so a fourth chunk far below the first does not take the budget from the first one's parts);
+while those kept hold under `SMALL_CONTEXT_SHARE` of the context budget, the window reaches
+`SMALL_CONTEXT_WINDOW` times as far (`reach_further`): a short best candidate far above the rest
+otherwise leaves a context of one FAQ entry.
 At most `max_chunks` stay, or up to twice as many while those kept are small (`at_most`).
 `abstain_margin`, `rerank_min` and the margin unit come from the index's calibration
 (`fieldguide.calibration`) unless a request sets them.
@@ -72,6 +75,7 @@ NEAREST_SECTIONS = 3
 NEAR_MISS_HELD = 0.3
 # Below this share of the context budget the kept chunks are small ones, and the maximum lets more in.
 SMALL_CONTEXT_SHARE = 0.4
+SMALL_CONTEXT_WINDOW = 1.5  # a context under SMALL_CONTEXT_SHARE reaches this many rank windows below the best
 DUPLICATE_OVERLAP = 0.8  # Jaccard of word trigrams; on the dev corpus copies sit at 0.8-1.0, nearly all other pairs below 0.5
 _WORD = re.compile(r"\w+")
 
@@ -124,6 +128,22 @@ def names_the_docs_lack(state: dict, config) -> list[str]:
     term_stats = resources_for(config).term_stats
     return unknown_names(state["question"], term_stats.document_frequency if term_stats else None,
                          " ".join(questions_before(state)))
+
+
+def reach_further(kept: list[dict], ranked: list[dict], floor: float, max_chunks: int, budget: int) -> list[dict]:
+    """`kept` (the head of `ranked` within the window), and the candidates after it down to `floor`
+    while those kept hold less than `SMALL_CONTEXT_SHARE` of the context budget, up to `max_chunks`.
+    A best candidate that stands far above the rest narrows the window to it alone, and when it is
+    a short FAQ entry the context holds 90 words while the section that answers ranks third,
+    just past the window (docs/TUNING.md, "Small sections")."""
+    taken = list(kept)
+    size = sum(token_cost(c) for c in taken)
+    for candidate in ranked[len(kept):]:
+        if size >= SMALL_CONTEXT_SHARE * budget or len(taken) >= max_chunks or candidate["rerank_score"] < floor:
+            break
+        taken.append(candidate)
+        size += token_cost(candidate)
+    return taken
 
 
 def at_most(kept: list[dict], max_chunks: int, budget: int) -> list[dict]:
@@ -231,6 +251,9 @@ def cap(state: dict, config: RunnableConfig = None) -> dict:
         else:
             floor = max(minimum, best - window) if window is not None else minimum
             kept = [c for c in ranked if c["rerank_score"] >= floor]
+            if kept and window is not None:
+                kept = reach_further(kept, ranked, max(minimum, best - SMALL_CONTEXT_WINDOW * window),
+                                     options.max_chunks, options.context_token_budget)
             if not kept:
                 reason = f"no candidate reaches the strict minimum {minimum:.3f} (best {best:.3f})"
         follow_up = options.closest_for_follow_ups and state.get("condensed_by") in ("rules", "model")

@@ -229,12 +229,34 @@ def test_cap_keeps_only_chunks_within_the_window_below_the_best():
     resources = make_resources([], rank_window=2.0)
     resources._calibration = Calibration(rerank_min=0.3, abstain_margin=0.1, margin_unit=0.05, screen_share=0.2,
                                          scorer="lexical-fallback", chunks=10, probes=30)
-    pool = ranked_pool([0.90, 0.85, 0.81, 0.79, 0.5, 0.4, 0.4, 0.4])
+    pool = [dict(c, token_count=200) for c in ranked_pool([0.90, 0.85, 0.81, 0.79, 0.5, 0.4, 0.4, 0.4])]
     update = cap({"rerank_results": pool}, config_for(resources, abstain_margin=None, rerank_min=None))
     assert update["stages"]["cap"] == ["c0", "c1", "c2"]  # within 2 x 0.05 of 0.90
     # the calibrated strict minimum applies too: nothing reaches 0.95
     none = cap({"rerank_results": pool}, config_for(resources, abstain_margin=None, rerank_min=0.95))
     assert none["abstain"] is True and "strict minimum 0.950" in none["abstain_reason"]
+
+
+def test_a_small_context_reaches_further_below_the_best_than_the_window():
+    """A short best candidate standing far above the rest narrowed the window to itself: while the
+    kept chunks hold under 40 % of the context budget, the next ones within 1.5 windows come too,
+    up to the maximum."""
+    from fieldguide.calibration import Calibration
+
+    resources = make_resources([], rank_window=2.0, max_chunks=4, context_token_budget=800)
+    resources._calibration = Calibration(rerank_min=0.3, abstain_margin=0.1, margin_unit=0.05, screen_share=0.2,
+                                         scorer="lexical-fallback", chunks=10, probes=30)
+    scores = [0.90, 0.79, 0.77, 0.76, 0.74, 0.5, 0.4, 0.4]
+
+    def kept(size):
+        pool = [dict(c, token_count=size) for c in ranked_pool(scores)]
+        return cap({"rerank_results": pool}, config_for(resources, abstain_margin=None,
+                                                        rerank_min=None))["stages"]["cap"]
+
+    # 2 x 0.05 below 0.90 keeps c0 alone; 1.5 windows (0.75) let c1-c3 in while they are small
+    assert kept(40) == ["c0", "c1", "c2", "c3"]
+    assert kept(150) == ["c0", "c1", "c2"]  # c0 and c1 hold 300 tokens, under 320 (40 % of 800): c2 tips it over
+    assert kept(400) == ["c0"]  # the best alone holds half the budget: the window decides
 
 
 def test_names_are_the_words_a_reader_capitalises_past_a_sentence_start_or_twice():
