@@ -267,8 +267,10 @@ def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: 
                 block["reading"] = trim_overlap(reading_of(previous), reading_of(part))
             context.append(block)
             previous = part
-    for hit in below.values():  # each right after the last block of the section it belongs to
-        context.insert(after_section(context, hit), {**to_block(hit), "context_role": "subsection"})
+    for gid, hit in below.items():  # each right after the last block of the section it belongs to
+        at = after_section(context, hit)  # with its other parts when a later pass read them from the page
+        context[at:at] = [{**to_block(part), "context_role": "subsection"} for part in groups[gid]
+                          if int(part["part_index"]) in chosen[gid]]
     if own:  # one run, in the page's order, after the last block of the section they complete
         at = after_section(context, own[0])
         context[at:at] = [{**to_block(record), "context_role": "subsection"} for record in own]
@@ -302,8 +304,13 @@ def adopt(records: list[dict], groups: dict[str, list[dict]], chosen: dict[str, 
     sees them and no part is laid out twice."""
     own = []
     for record in records:
-        if record.get("group_id") in groups:
-            chosen[record["group_id"]].add(int(record["part_index"]))
+        gid = record.get("group_id")
+        if gid in groups:
+            index = int(record["part_index"])
+            if all(int(part["part_index"]) != index for part in groups[gid]):
+                # a subsection below the cut comes as its hit alone (its parts are not fetched)
+                groups[gid] = sorted([*groups[gid], {**record, **_scores(None)}], key=lambda p: int(p["part_index"]))
+            chosen[gid].add(index)
         else:
             own.append(record)
     return own

@@ -452,3 +452,26 @@ def test_the_best_hits_split_section_comes_whole_from_the_section_budget():
             hit(pair[1], rerank_score=0.6)]
     context, _ = assemble(hits, [], 80, parts, section_budget=120)
     assert [b["chunk_id"] for b in context if b["group_id"] == "best"] == ["best-p1"]
+
+
+def test_a_split_subsection_below_the_cut_keeps_the_parts_a_later_pass_reads_from_the_page():
+    """A subsection below the cut comes as its hit alone (its other parts are not fetched); when the
+    best hit's subsections are read on from the page, its next part joins it in place instead of
+    being counted and lost."""
+    top = record("top", "The board.", source="layouts.md", heading_path=("Board",), token_count=10)
+    area = split_section("area", ["where the cards go", "how to drag them"], source="layouts.md",
+                         heading_path=("Board", "Area"), token_count=10)
+    page = [top] + area
+
+    def page_of(source, under=()):
+        return [dict(r) for r in page if r["source"] == source]
+
+    def parts(gid):
+        return []  # as the node's fetcher answers for a group it did not fetch
+
+    for below_hit in (True, False):  # laid out as a subsection below the cut, or as a kept hit's section
+        hits = [hit(top, rerank_score=0.9), {**hit(area[0], rerank_score=0.5), "below_cut": below_hit}]
+        context, gaps = assemble(hits, [], 20, parts if below_hit else parts_of(page), section_budget=40,
+                                 page_of=page_of)
+        assert [b["chunk_id"] for b in context] == ["top", "area-p1", "area-p2"]
+        assert gaps == []
