@@ -108,7 +108,7 @@ def own_words(state: dict) -> str | None:
 def leans_on_previous(question: str) -> bool:
     """Whether a question can only be understood with the turn before it. One that says it starts
     afresh ("Different thing: ...", "Separate question: ...") stands as asked, whatever "it" it
-    points to: that is within its own words."""
+    points to: that is within its own words (less its preface, `without_preface`)."""
     text = " ".join(question.split())
     if _STARTS_AFRESH.match(text):
         return False
@@ -137,12 +137,21 @@ def key_terms(previous: str, question: str, limit: int = CARRIED_TERMS) -> list[
     return carried
 
 
+def without_preface(question: str) -> str:
+    """The question without a preface that says it starts afresh ("Separate question: are there
+    ...?" is "are there ...?"): those words are about the conversation, not the docs, and weighed
+    as the question's own they ask the quotes for "separate" and "question"."""
+    match = _STARTS_AFRESH.match(question)
+    rest = re.sub(r"^(?:but|and|so)\s+", "", question[match.end():].strip(), flags=re.IGNORECASE) if match else ""
+    return rest if rest else question
+
+
 def condense_by_rules(question: str, previous: str | None, topic: list[str] | None = None) -> tuple[str, str]:
     """(standalone question, how): the question itself, or it with the previous turn's topic:
     the headings `topic` of the section it was answered from (joined by " > "), else the previous
     question's key terms."""
     if not previous or not leans_on_previous(question):
-        return question, "none"
+        return without_preface(question), "none"
     about = breadcrumb(topic) if topic else " ".join(key_terms(previous, question))
     if not about:
         return question, "none"

@@ -71,6 +71,16 @@ def test_rules_carry_the_previous_answers_section_or_else_the_previous_questions
     assert condense_by_rules(follow_up, None) == (follow_up, "none")
 
 
+def test_a_preface_that_starts_afresh_is_not_part_of_the_standalone_question():
+    previous = "How do I send campaigns through my own SMTP server?"
+    assert condense_by_rules("Separate question: are there servers I could use instead of writing one?", previous) \
+        == ("are there servers I could use instead of writing one?", "none")
+    assert condense_by_rules("Unrelated, but can it import a CSV?", previous) == ("can it import a CSV?", "none")
+    assert condense_by_rules("Different thing:", previous) == ("Different thing:", "none")  # nothing else asked
+    # a question that only opens like one keeps its words
+    assert condense_by_rules("Different things can be exported?", None) == ("Different things can be exported?", "none")
+
+
 def test_a_rewrite_is_trusted_only_as_one_question_about_the_same_thing():
     assert trusted_rewrite("Where do I turn off automatic rules for a payee?", "Where do I turn that off?") \
         == "Where do I turn off automatic rules for a payee?"
