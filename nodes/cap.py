@@ -51,6 +51,7 @@ A follow-up that names what no chunk holds still abstains.
 """
 from __future__ import annotations
 
+import itertools
 import re
 
 from langchain_core.runnables import RunnableConfig
@@ -136,10 +137,16 @@ def reach_further(kept: list[dict], ranked: list[dict], floor: float, max_chunks
     A best candidate that stands far above the rest narrows the window to it alone, and when it is
     a short FAQ entry the context holds 90 words while the section that answers ranks third,
     just past the window (docs/TUNING.md, "Small sections")."""
-    taken = list(kept)
+    above = itertools.takewhile(lambda c: c["rerank_score"] >= floor, ranked[len(kept):])
+    return while_small(list(kept), above, budget, max_chunks)
+
+
+def while_small(taken: list[dict], more, budget: int, limit: int) -> list[dict]:
+    """`taken`, and the candidates of `more` in order while those taken hold less than
+    `SMALL_CONTEXT_SHARE` of the context budget, up to `limit` in all."""
     size = sum(token_cost(c) for c in taken)
-    for candidate in ranked[len(kept):]:
-        if size >= SMALL_CONTEXT_SHARE * budget or len(taken) >= max_chunks or candidate["rerank_score"] < floor:
+    for candidate in more:
+        if size >= SMALL_CONTEXT_SHARE * budget or len(taken) >= limit:
             break
         taken.append(candidate)
         size += token_cost(candidate)
@@ -153,14 +160,7 @@ def at_most(kept: list[dict], max_chunks: int, budget: int) -> list[dict]:
     ("### max_retries"), and four of them leave most of the budget, and often the option asked
     about, out (docs/TUNING.md, "Small sections")."""
     limit = max(0, max_chunks)
-    taken = kept[:limit]
-    size = sum(token_cost(c) for c in taken)
-    for candidate in kept[limit:2 * limit]:
-        if size >= SMALL_CONTEXT_SHARE * budget:
-            break
-        taken.append(candidate)
-        size += token_cost(candidate)
-    return taken
+    return while_small(kept[:limit], kept[limit:2 * limit], budget, 2 * limit)
 
 
 def subsections_below_cut(kept: list[dict], ranked: list[dict], limit: int) -> list[dict]:

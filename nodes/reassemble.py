@@ -199,8 +199,7 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             used += token_cost(hit)
             below[gid] = hit
     # Pass 5: the best hit's own subsections, from its page, in the page's order, while they fit.
-    unread = own_subsections(hits, groups, chosen, page_of) if page_of else []
-    unread = [record for record in unread if record["chunk_id"] not in held_ids(groups, chosen, intros)]
+    unread = own_subsections(hits, held_ids(groups, chosen, intros), page_of) if page_of else []
     read = while_they_fit(unread, budget - used)
     used += sum(token_cost(record) for record in read)
     own = adopt(read, groups, chosen)
@@ -277,9 +276,8 @@ def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: 
     return context, section_gaps(context)
 
 
-def own_subsections(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[str, set[int]],
-                    page_of) -> list[dict]:
-    """The best hit's subsections that the context does not hold yet, read from its page
+def own_subsections(hits: list[dict], held: set[str], page_of) -> list[dict]:
+    """The best hit's subsections that the context does not hold yet (`held`: chunk ids), read from its page
     (`page_of(source)`, the page's chunks in order), in the page's order: the section as its page
     defines it runs through its last subsection, and on a reference page each option is a
     subsection a few lines long ("### max_retries"), so the hit on the option group alone leaves
@@ -287,7 +285,6 @@ def own_subsections(hits: list[dict], groups: dict[str, list[dict]], chosen: dic
     best = next((h for h in hits if not h.get("below_cut")), None)
     if best is None or not best.get("heading_path"):
         return []  # a page's intro (no heading above it) has the whole page below it: no section of its own
-    held = {p["chunk_id"] for gid, parts in groups.items() for p in parts if int(p["part_index"]) in chosen[gid]}
     return [record for record in page_of(best["source"], list(best["heading_path"]))
             if record["chunk_id"] not in held and under_section(record, best)]
 
