@@ -4,7 +4,7 @@ A chunk that is one part of a split section ("part 2 of 3") is never handed to t
 generator alone: every sibling part is fetched and the parts are laid out in order. The
 siblings and the parent intros (named at ingest by each chunk's `parent_group_id`) come from
 the store in one round trip (`store.reassembly_parts`). Budget (`context_token_budget`, in the
-embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and seven
+embedding tokenizer's tokens as stored in `token_count`) is spent in five passes, and eight
 more may go beyond it:
 
 1. the ranked chunks themselves, best first (the first always, so there is context);
@@ -47,7 +47,12 @@ more may go beyond it:
 12. the first part of every kept split section that lacks it, with the parts between it and the
    kept ones, within `section_token_budget`, in rank order: a section's heading and first lines say
    what it is about and where its steps begin, and a quote of parts 2 to 4 of a backup procedure
-   starts after "1. Stop the server" (docs/TUNING.md, "A dominant section").
+   starts after "1. Stop the server" (docs/TUNING.md, "A dominant section");
+13. with `own_subsections` on, the rest of the best hit's parent when the context already holds at
+   least half of its subsections, two at least (`mostly_held_parent`), read from the page in its
+   order up to the first that does not fit, within `section_token_budget`: a question about an
+   upgrade procedure found three of its five steps, and the step that does the work was the one
+   left out (docs/TUNING.md, "A parent mostly in the context").
 
 Parts that do not fit are recorded in `gaps` (read from the blocks by `ingest.parts`, as the
 prompt reads where to mark them). Parts
@@ -204,17 +209,19 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
     used += sum(token_cost(record) for record in read)
     own = adopt(read, groups, chosen)
     if section_budget > budget:
-        own += beyond_budget(hits, groups, chosen, intros, parent_parts, unread[len(read):], used, section_budget)
+        own += beyond_budget(hits, groups, chosen, intros, parent_parts, unread[len(read):], used, section_budget,
+                             page_of, {record["chunk_id"] for record in own})
 
     return lay_out(groups, chosen, intros, below, own)
 
 
 def beyond_budget(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[str, set[int]],
                   intros: dict[str, list[dict]], parent_parts: list[dict] | None, unread: list[dict],
-                  used: int, section_budget: int) -> list[dict]:
-    """Passes 6 to 12: what the section budget adds once the context budget is spent, each pass
+                  used: int, section_budget: int, page_of=None, read: set[str] = frozenset()) -> list[dict]:
+    """Passes 6 to 13: what the section budget adds once the context budget is spent, each pass
     while the whole context stays within `section_budget` (`chosen` and `intros` grow in place).
-    `unread`: the best hit's own subsections that pass 5 left. Returns the subsections read on."""
+    `unread`: the best hit's own subsections that pass 5 left; `read`: the chunk ids pass 5 read. Returns
+    the subsections read on."""
     # Pass 6: the rest of a dominant split section.
     whole = {gid for gid, parts in groups.items() if len(chosen[gid]) == len(parts)}
     dominant = dominant_section(hits, whole)
@@ -242,7 +249,35 @@ def beyond_budget(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[
     # Pass 12: the opening of every kept split section that lacks it, and the parts up to the kept ones.
     for gid, parts in groups.items():
         used = _fill_opening(parts, chosen[gid], used, section_budget)
+    # Pass 13: the rest of the best hit's parent when the context holds half its subsections or more.
+    if page_of is not None:
+        held = held_ids(groups, chosen, intros) | read | {record["chunk_id"] for record in own}
+        rest = while_they_fit(mostly_held_parent(hits, held, page_of), section_budget - used)
+        own += adopt(rest, groups, chosen)
     return own
+
+
+
+def mostly_held_parent(hits: list[dict], held: set[str], page_of) -> list[dict]:
+    """The records under the best hit's parent section that the context lacks (`held`: chunk ids), in
+    the page's order, when it already holds at least half of that parent's subsections, two at least
+    (a subsection counts as held with any of its chunks): the question is about the parent, whose
+    subsections are steps or options of one thing, not about one of them. Nothing for a top section
+    (its parent is the whole page)."""
+    best = next((h for h in hits if not h.get("below_cut")), None)
+    path = list((best or {}).get("heading_path") or [])
+    if len(path) < 2:
+        return []
+    parent = {"source": best["source"], "label": best.get("label"), "heading_path": path[:-1]}
+    records = [r for r in page_of(best["source"], path[:-1]) if under_section(r, parent)]
+    children: dict[tuple, bool] = {}
+    for record in records:
+        child = tuple(record["heading_path"][:len(path)])
+        children[child] = children.get(child, False) or record["chunk_id"] in held
+    kept = sum(children.values())
+    if kept < 2 or 2 * kept < len(children):
+        return []
+    return [r for r in records if r["chunk_id"] not in held]
 
 
 def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: dict[str, list[dict]],

@@ -76,6 +76,32 @@ def test_the_best_hit_brings_its_own_subsections_from_its_page_in_order():
     assert [b["chunk_id"] for b in update["context"]] == ["zx"]
 
 
+def migration_page():
+    """A page whose section is a run of steps, each a subsection, and a neighbour page."""
+    steps = [("cons", "Considerations"), ("s1", "Step 1"), ("s2", "Step 2"), ("s3", "Step 3")]
+    return ([record("mig", "How the move works.", source="migrate.md", heading_path=("Migrating",), token_count=5)]
+            + [record(cid, f"What {title} says.", source="migrate.md", heading_path=("Migrating", title),
+                      token_count=5) for cid, title in steps]
+            + [record("far", "Elsewhere.", source="other.md", heading_path=("Other",), token_count=5)])
+
+
+def test_a_parent_half_in_the_context_brings_its_other_subsections_from_the_section_budget():
+    records = migration_page()
+    page_of = make_resources(records).store.page_records
+    by_id = {r["chunk_id"]: r for r in records}
+    two_of_four = [hit(by_id["s2"]), hit(by_id["s1"], rerank_score=0.7)]
+    context, _ = assemble(two_of_four, [], 10, parts_of(records), section_budget=100, page_of=page_of)
+    assert [(b["chunk_id"], b.get("context_role")) for b in context] == [
+        ("s2", None), ("s1", None), ("cons", "subsection"), ("s3", "subsection")]
+    # the context budget alone never reaches past it
+    context, _ = assemble(two_of_four, [], 10, parts_of(records), section_budget=10, page_of=page_of)
+    assert [b["chunk_id"] for b in context] == ["s2", "s1"]
+    # one subsection of four is a hit on a step, not on the procedure
+    one_of_four = [hit(by_id["s2"]), hit(by_id["far"], rerank_score=0.7)]
+    context, _ = assemble(one_of_four, [], 10, parts_of(records), section_budget=100, page_of=page_of)
+    assert [b["chunk_id"] for b in context] == ["s2", "far"]
+
+
 def test_a_pages_intro_brings_no_page_along():
     intro = record("intro", "What the page is about.", source="policy.md", heading_path=(), token_count=5)
     resources = make_resources([intro] + option_page())
