@@ -19,7 +19,9 @@ quoted units rather than the whole context:
 * `semantic`: the best cosine between the question and a quoted unit;
 * `standout`: how far the best candidate stood above its pool, in the index's abstain margins
   (`cap` abstains below 1; the calibration's probes set the unit);
-* `names`: names the reader writes (`fieldguide.names`) that no chunk of the index holds;
+* `names`: names the reader writes (`fieldguide.names`) that no chunk of the index holds, in the
+  sentences that ask (`asks`): "We're a German company. Why does the order of tax rules matter?"
+  names the reader's setting, not what the docs are asked about;
 * `unknown` / `unknown_words`: the question's words no chunk holds (the preface names one).
 
 `verdict`: a turn whose question names what no chunk holds is `partial`; otherwise its
@@ -141,7 +143,7 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
                        unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld,
                        missing_idf=weights[missing[0]] / top if missing and known else 0.0,
                        missing_close=close,
-                       names=unknown_names(own_part(question), document_frequency),
+                       names=unknown_names(" ".join(asks(own_part(question))), document_frequency),
                        standout=standout, semantic=semantic, words=len(own))
     if embed is not None and evidence and not (settled is not None and settled(measured)):
         credited = stand_ins(missing, quoted, embed)
@@ -150,6 +152,17 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
         # a word with a close stand-in in the quotes after those with none
         measured.missing = sorted(missing, key=lambda w: w in credited)
     return measured
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def asks(question: str) -> list[str]:
+    """The sentences of a question that ask (end with "?"); all of them when none does. The others
+    say where the reader stands ("We're a German company.", "My NAS runs the backups."): what they
+    name is their setting, not what they ask the docs about."""
+    sentences = [s for s in _SENTENCE_END.split(question.strip()) if s.strip()]
+    return [s for s in sentences if s.rstrip().endswith("?")] or sentences
 
 
 def best_cosine(vector, vectors) -> float:

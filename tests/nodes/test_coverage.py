@@ -67,6 +67,17 @@ def test_a_follow_ups_carried_topic_is_not_its_focus_and_unknown_names_are_named
     assert "export" not in s.missing and s.missing[0] in ("dropbox", "straight")
 
 
+def test_names_count_only_in_the_sentences_that_ask():
+    # the reader's setting, told in a statement, names what the docs need not hold
+    told = signals("My backups go to Dropbox every night. How is the price of a booking made up?", QUOTE,
+                   [PRICE_BLOCK], DF, N)
+    assert told.names == []
+    asked = signals("My backups run every night. Can they go straight to my Dropbox?", QUOTE, [PRICE_BLOCK], DF, N)
+    assert asked.names == ["Dropbox"]
+    # a question with no question mark asks with every sentence
+    assert signals("Send my export to Dropbox.", QUOTE, [PRICE_BLOCK], DF, N).names == ["Dropbox"]
+
+
 def test_embedding_closeness_of_the_rarest_missing_word_to_the_quotes():
     vectors = {"cryptocurrency": [1.0, 0.0], "quote": [0.6, 0.8]}
     s = signals("Can I pay with cryptocurrency?", QUOTE, [PRICE_BLOCK], DF, N,
