@@ -23,7 +23,7 @@ source line, what the rendered page shows in its place (its *reading*):
 | Hugo | `{{< notice warning >}}` … `{{< /notice >}}`, `{{< tab "Linux" >}}`, `{{% … %}}` | `Warning:`, `Linux:`, … |
 | | `{{< ref "page" >}}` | `page` |
 | | a shortcode over several lines (in a paragraph too), `{{< comment >}}` … | as on one line, nothing |
-| | `{{< tab lang="toml" >}}`, `{{< highlight py >}}`; a tab of `{{< tabpane text=true >}}` | a code fence; its Markdown |
+| | `{{< tab lang="toml" >}}` (or a tab of `{{< tabpane lang="toml" >}}`), `{{< highlight py >}}`; a tab of `{{< tabpane text=true >}}` | a code fence; its Markdown |
 | | `{{% /tab %}} {{% tab "B" %}}` (shortcodes sharing a line) | each as on a line of its own |
 | Jekyll / Liquid | `{% include x.md %}`, `{% if %}` …, `{% highlight py %}`, `{: .note }` | an include, nothing, a code fence, `Note:` |
 | | a quoted path put through `relative_url` in `{{ … }}`, `{{ site.repository }}` | the path, nothing |

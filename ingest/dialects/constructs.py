@@ -95,12 +95,13 @@ class Constructs:
         lower = name.lower().rsplit("/", 1)[-1]
         if closing:
             if lower in _HUGO_TAB_PANES:
-                self._state.markdown_tabs = False
+                self._state.markdown_tabs, self._state.pane_language = False, ""
             return None if block else ""
         attrs = attributes(rest)
         args = positional(rest)
         if lower in _HUGO_TAB_PANES:  # it only arranges its tabs: its parameters are settings
             self._state.markdown_tabs = attrs.get("text", "").lower() == "true"
+            self._state.pane_language = attrs.get("lang") or attrs.get("codelang") or ""
             return None if block else ""
         if lower == "comment" and block:  # its body is a note for the writers: the page shows nothing
             self._state.skip = "hugo_comment"
@@ -109,9 +110,12 @@ class Constructs:
         # (Markdown, which may hold code fences of its own)
         markdown_tab = lower in _HUGO_TABS and (attrs.get("text", "").lower() == "true" if "text" in attrs
                                                 else self._state.markdown_tabs)
-        if block and (lower == "highlight" or lower in _HUGO_TABS) and not markdown_tab:
+        # a tab that closes itself ("disabled" header tabs) has no body to read as code
+        closes_itself = rest.rstrip().endswith("/")
+        if block and (lower == "highlight" or lower in _HUGO_TABS) and not markdown_tab and not closes_itself:
             language = (args[0] if args else attrs.get("lang", "")) if lower == "highlight" else (
-                attrs.get("lang") or attrs.get("codelang") or ("text" if attrs.get("code") == "true" else ""))
+                attrs.get("lang") or attrs.get("codelang") or ("text" if attrs.get("code") == "true" else "")
+                or self._state.pane_language)
             if language:  # the body is code, highlighted (a tab of a code group): it reads as a fence
                 self._state.fence, self._state.fence_name = "{{<", lower
                 label = "" if lower == "highlight" else (attrs.get("name") or attrs.get("title")

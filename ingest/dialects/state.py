@@ -22,6 +22,7 @@ class ReadState:
     item_indent: int = 0  # where the content of the list item the lines are in starts (0: none known)
     fence_item: int = 0  # item_indent of the list item that holds the open code fence: a line indented less ends it
     markdown_tabs: bool = False  # a Hugo tab pane whose tabs hold Markdown, not code (Docsy's `text=true`), is open
+    pane_language: str = ""  # the code language of the open Hugo tab pane (Docsy's `lang`): its tabs' unless they name one
     mdx_fences: tuple = ()  # the markers of the Docusaurus `mdx-code-block` fences open (read as MDX), outermost first
     skip: str | None = None  # "props" (MDC YAML props), "import", "export", "snippets", "jsx", "comment",
     # "html_comment", "hugo" (a shortcode over several lines), "hugo_inline" (the same in a paragraph),

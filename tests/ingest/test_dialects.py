@@ -303,6 +303,16 @@ def test_a_tab_of_a_text_tab_pane_holds_markdown_not_code():
     assert reading.states[6].fence is None and reading.states[8].fence == "{{<"  # the pane's end ends its say
 
 
+def test_a_tab_takes_its_panes_code_language_and_its_comments_are_no_headings():
+    lines = ['{{< tabpane lang="toml" >}}', '{{< tab header="**Example**:" disabled=true />}}',
+             '{{< tab header="Windows" >}}', "# Use single quotes for paths", "Folder = 'C:\\Music'", "{{< /tab >}}",
+             '{{< tab header="macOS" lang="ini" >}}', "Folder = /Music", "{{< /tab >}}", "{{< /tabpane >}}",
+             '{{< tab header="Later" >}}', "# A heading again", "{{< /tab >}}"]
+    assert read_lines(lines, Dialect(frozenset({"hugo"}))).lines == [
+        None, "**Example**:", "Windows:\n```toml", "# Use single quotes for paths", "Folder = 'C:\\Music'", "```",
+        "macOS:\n```ini", "Folder = /Music", "```", None, "Later:", "# A heading again", None]
+
+
 def test_a_shortcode_over_lines_in_a_paragraph_reads_where_it_closes():
     dialect = Dialect(frozenset({"hugo"}))
     lines = ['Ask the {{< sitevar name="product"', 'nojs="Tool" >}} team, or the {{%', 'param "desk" %}} desk.',
