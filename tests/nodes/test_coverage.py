@@ -67,6 +67,21 @@ def test_a_follow_ups_carried_topic_is_not_its_focus_and_unknown_names_are_named
     assert "export" not in s.missing and s.missing[0] in ("dropbox", "straight")
 
 
+def test_a_long_question_needs_less_grounding_for_each_word_past_the_usual_length():
+    base = Signals(found=0.2, near=0.25, semantic=0.6, standout=2.0, missing=["wife"])
+    score = grounding(base, THRESHOLDS["semantic_weight"], THRESHOLDS["standout_weight"])
+    assert score == pytest.approx(0.25 + 0.48 + 0.3 * math.log(2.0))  # 0.938: under 1.02
+    assert verdict(replace(base, words=9))[0] == PARTIAL
+    assert verdict(replace(base, words=11))[0] == PARTIAL
+    long = verdict(replace(base, words=13))  # 1.02 - 2 x 0.05 = 0.92
+    assert long[0] == COVERED
+    short = verdict(replace(base, words=12))  # 0.97 needed
+    assert short[0] == PARTIAL and "0.97 needed" in short[1]
+    # `settled_without_near` reads the same bar
+    assert not settled_without_near(replace(base, near=None, words=13))
+    assert settled_without_near(replace(base, near=None, found=0.3, words=13))
+
+
 def test_names_count_only_in_the_sentences_that_ask():
     # the reader's setting, told in a statement, names what the docs need not hold
     told = signals("My backups go to Dropbox every night. How is the price of a booking made up?", QUOTE,
@@ -158,7 +173,7 @@ def test_verdict_rules():
 
 def test_grounding_rises_with_each_signal():
     base = dict(found=0.5, semantic=0.6, standout=2.0)
-    weights = {k: v for k, v in THRESHOLDS.items() if k != "threshold"}
+    weights = {k: THRESHOLDS[k] for k in ("semantic_weight", "standout_weight")}
     score = grounding(Signals(**base), **weights)
     for name, more in (("found", 0.7), ("semantic", 0.8), ("standout", 4.0)):
         assert grounding(Signals(**{**base, name: more}), **weights) > score
