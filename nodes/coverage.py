@@ -186,9 +186,9 @@ def needed(s: Signals, threshold: float, long_question: float, length_credit: fl
     question past `long_question`. A reader who tells their setting before they ask ("My wife typed
     the wrong password too many times and now her login is blocked. How do I unlock it?") brings
     words no quote of the right answer holds, and the share the quotes hold falls with every one:
-    over twelve sets, answerable questions of 14 words or more were flagged three times as often as
-    those of 8 to 11, while unanswerable questions are mostly short (docs/benchmarks/coverage.md,
-    "Long questions")."""
+    over twelve sets, answerable questions of 14 content words or more were flagged 0.21 of the time,
+    those of 8 to 10 0.12, while 59 of 61 unanswerable ones have fewer than 14
+    (docs/benchmarks/coverage.md, "Two more held-out sets, long questions, ...")."""
     return threshold - length_credit * max(0, s.words - long_question)
 
 
