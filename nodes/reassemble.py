@@ -204,24 +204,25 @@ def assemble(hits: list[dict], pool: list[dict], budget: int, group_parts,
             used += token_cost(hit)
             below[gid] = hit
     # Pass 5: the best hit's own subsections, from its page, in the page's order, while they fit.
-    unread = own_subsections(hits, held_ids(groups, chosen, intros), page_of) if page_of else []
+    page = page_around(best_hit(hits), page_of, parent=section_budget > budget) if page_of else []
+    unread = own_subsections(best_hit(hits), held_ids(groups, chosen, intros), page)
     read = while_they_fit(unread, budget - used)
     used += sum(token_cost(record) for record in read)
     own = adopt(read, groups, chosen)
     if section_budget > budget:
         own += beyond_budget(hits, groups, chosen, intros, parent_parts, unread[len(read):], used, section_budget,
-                             page_of, {record["chunk_id"] for record in own})
+                             page, {record["chunk_id"] for record in own})
 
     return lay_out(groups, chosen, intros, below, own)
 
 
 def beyond_budget(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[str, set[int]],
                   intros: dict[str, list[dict]], parent_parts: list[dict] | None, unread: list[dict],
-                  used: int, section_budget: int, page_of=None, read: set[str] = frozenset()) -> list[dict]:
+                  used: int, section_budget: int, page: list[dict] = (), read: set[str] = frozenset()) -> list[dict]:
     """Passes 6 to 13: what the section budget adds once the context budget is spent, each pass
     while the whole context stays within `section_budget` (`chosen` and `intros` grow in place).
-    `unread`: the best hit's own subsections that pass 5 left; `read`: the chunk ids pass 5 read. Returns
-    the subsections read on."""
+    `unread`: the best hit's own subsections that pass 5 left; `page`: the chunks `page_around` read;
+    `read`: the chunk ids pass 5 read. Returns the subsections read on."""
     # Pass 6: the rest of a dominant split section.
     whole = {gid for gid, parts in groups.items() if len(chosen[gid]) == len(parts)}
     dominant = dominant_section(hits, whole)
@@ -243,33 +244,47 @@ def beyond_budget(hits: list[dict], groups: dict[str, list[dict]], chosen: dict[
     used += sum(token_cost(record) for record in more)
     own = adopt(more, groups, chosen)
     # Pass 11: the rest of the best hit's own split section.
-    best = next((hit for hit in hits if not hit.get("below_cut")), None)
+    best = best_hit(hits)
     if best is not None:
         used = _fill_section(groups[best["group_id"]], chosen[best["group_id"]], used, section_budget)
     # Pass 12: the opening of every kept split section that lacks it, and the parts up to the kept ones.
     for gid, parts in groups.items():
         used = _fill_opening(parts, chosen[gid], used, section_budget)
     # Pass 13: the rest of the best hit's parent when the context holds half its subsections or more.
-    if page_of is not None:
+    if page:
         held = held_ids(groups, chosen, intros) | read | {record["chunk_id"] for record in own}
-        rest = while_they_fit(mostly_held_parent(hits, held, page_of), section_budget - used)
+        rest = while_they_fit(mostly_held_parent(best, held, page), section_budget - used)
         own += adopt(rest, groups, chosen)
     return own
 
 
+def best_hit(hits: list[dict]) -> dict | None:
+    """The best-ranked kept hit (a subsection below the cut is none)."""
+    return next((hit for hit in hits if not hit.get("below_cut")), None)
 
-def mostly_held_parent(hits: list[dict], held: set[str], page_of) -> list[dict]:
-    """The records under the best hit's parent section that the context lacks (`held`: chunk ids), in
-    the page's order, when it already holds at least half of that parent's subsections, two at least
-    (a subsection counts as held with any of its chunks): the question is about the parent, whose
-    subsections are steps or options of one thing, not about one of them. Nothing for a top section
-    (its parent is the whole page)."""
-    best = next((h for h in hits if not h.get("below_cut")), None)
+
+def page_around(best: dict | None, page_of, parent: bool) -> list[dict]:
+    """The chunks of the best hit's page that passes 5, 10 and 13 read, in the page's order, in one
+    round trip (`page_of(source, under)`): those under its parent section when pass 13 may read it
+    (they hold the best hit's own subsections too), else those under the best hit. None for a page's
+    intro: no heading above it, so the whole page is below it and no section is its own."""
+    path = list((best or {}).get("heading_path") or [])
+    if not path:
+        return []
+    return page_of(best["source"], path[:-1] if parent and len(path) > 1 else path)
+
+
+def mostly_held_parent(best: dict | None, held: set[str], page: list[dict]) -> list[dict]:
+    """The chunks of `page` under the best hit's parent section that the context lacks (`held`: chunk
+    ids), in the page's order, when it already holds at least half of that parent's subsections, two
+    at least (a subsection counts as held with any of its chunks): the question is about the parent,
+    whose subsections are steps or options of one thing, not about one of them. Nothing for a top
+    section (its parent is the whole page)."""
     path = list((best or {}).get("heading_path") or [])
     if len(path) < 2:
         return []
     parent = {"source": best["source"], "label": best.get("label"), "heading_path": path[:-1]}
-    records = [r for r in page_of(best["source"], path[:-1]) if under_section(r, parent)]
+    records = [r for r in page if under_section(r, parent)]
     children: dict[tuple, bool] = {}
     for record in records:
         child = tuple(record["heading_path"][:len(path)])
@@ -311,17 +326,15 @@ def lay_out(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: 
     return context, section_gaps(context)
 
 
-def own_subsections(hits: list[dict], held: set[str], page_of) -> list[dict]:
-    """The best hit's subsections that the context does not hold yet (`held`: chunk ids), read from its page
-    (`page_of(source)`, the page's chunks in order), in the page's order: the section as its page
-    defines it runs through its last subsection, and on a reference page each option is a
-    subsection a few lines long ("### max_retries"), so the hit on the option group alone leaves
-    every option out. The caller takes them `while_they_fit`."""
-    best = next((h for h in hits if not h.get("below_cut")), None)
-    if best is None or not best.get("heading_path"):
-        return []  # a page's intro (no heading above it) has the whole page below it: no section of its own
-    return [record for record in page_of(best["source"], list(best["heading_path"]))
-            if record["chunk_id"] not in held and under_section(record, best)]
+def own_subsections(best: dict | None, held: set[str], page: list[dict]) -> list[dict]:
+    """The best hit's subsections that the context does not hold yet (`held`: chunk ids), from the
+    chunks of its page (`page_around`), in the page's order: the section as its page defines it runs
+    through its last subsection, and on a reference page each option is a subsection a few lines
+    long ("### max_retries"), so the hit on the option group alone leaves every option out. The
+    caller takes them `while_they_fit`."""
+    if best is None:
+        return []
+    return [record for record in page if record["chunk_id"] not in held and under_section(record, best)]
 
 
 def held_ids(groups: dict[str, list[dict]], chosen: dict[str, set[int]], intros: dict[str, list[dict]]) -> set[str]:
