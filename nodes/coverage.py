@@ -22,9 +22,14 @@ quoted units rather than the whole context:
 * `names`: names the reader writes (`fieldguide.names`) that no chunk of the index holds, in the
   sentences that ask (`asks`): "We're a German company. Why does the order of tax rules matter?"
   names the reader's setting, not what the docs are asked about;
-* `unknown` / `unknown_words`: the question's words no chunk holds (the preface names one).
+* `unknown` / `unknown_words`: the question's words no chunk holds (the preface names one);
+* `figure` / `figure_held`: the kind of figure the question asks for ("How long are old logs
+  kept?": a duration; `fieldguide.quantities`) and whether the quotes hold one.
 
-`verdict`: a turn whose question names what no chunk holds is `partial`; otherwise its
+`verdict`: a turn whose question names what no chunk holds is `partial`, and so is one that asks
+for a figure the quotes do not hold: the logging section that says where the logs go names "logs"
+and "kept", not for how long (over thirteen sets, three unanswerable second turns and no answerable
+turn; docs/benchmarks/coverage.md, "Questions that ask for a figure"). Otherwise its
 `grounding` = near + 0.8·semantic + 0.3·ln(standout) must reach 1.02, less 0.05 for each content
 word of the question past 11 (`needed`: a long question holds the reader's own story). The weights and the
 threshold were chosen on six documentation sets (questions and two-turn conversations together),
@@ -58,6 +63,7 @@ from fieldguide.content_words import idf_of, question_words, stem
 from fieldguide.headings import heading_labels
 from fieldguide.names import unknown_names
 from fieldguide.near_words import stand_ins
+from fieldguide.quantities import AMOUNT, COUNT, DURATION, FREQUENCY, asked_figure, holds_figure
 from fieldguide.words import words
 from graph.options import options_for
 from graph.resources import resources_for
@@ -92,20 +98,22 @@ class Signals:
     words: int = 0  # content words of the question weighed
     near: float | None = None  # `found` with lacking words credited by the closest quoted word
     stand_ins: dict[str, str] = field(default_factory=dict)  # a lacking word -> the quoted word credited for it
+    figure: str | None = None  # the kind of figure the question asks for (`fieldguide.quantities`), if any
+    figure_held: bool = True  # whether the quotes hold a figure of that kind
 
     def to_dict(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
-def quoted_words(evidence: list[dict], blocks: list[dict]) -> set[str]:
-    """The words of the quoted units, their table headers and the breadcrumbs of their blocks."""
-    found: set[str] = set()
+def quoted_text(evidence: list[dict], blocks: list[dict]) -> str:
+    """The text of the quoted units, their table headers and the breadcrumbs of their blocks."""
+    parts = []
     for unit in evidence:
-        found |= set(words((unit.get("text") or "") + "\n" + (unit.get("header") or "")))
+        parts += [unit.get("text") or "", unit.get("header") or ""]
         n = int(unit.get("n") or 0)
         if 0 < n <= len(blocks):
-            found |= set(words(" ".join(heading_labels(blocks[n - 1].get("heading_path")))))
-    return found
+            parts.append(" ".join(heading_labels(blocks[n - 1].get("heading_path"))))
+    return "\n".join(parts)
 
 
 # benchmarks/tune_coverage.py measures `near` on every turn, so that other weights can be replayed
@@ -124,7 +132,8 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
         return Signals(standout=standout)
     weights = {w: idf_of(w, document_frequency, documents) for w in own}
     top = idf_of("\u2400", document_frequency, documents)  # a word no chunk holds: the largest idf
-    quoted = quoted_words(evidence, blocks)
+    text = quoted_text(evidence, blocks)
+    quoted = set(words(text))
     held = {stem(w) for w in quoted}
     found = {w for w in own if stem(w) in held or w in held}
     total = sum(weights.values()) or 1.0
@@ -146,6 +155,8 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
                        missing_close=close,
                        names=unknown_names(" ".join(asks(own_part(question))), document_frequency),
                        standout=standout, semantic=semantic, words=len(own))
+    if figure := asked_figure(own_part(question)):
+        measured.figure, measured.figure_held = figure, holds_figure(figure, text)
     if embed is not None and evidence and not (settled is not None and settled(measured)):
         credited = stand_ins(missing, quoted, embed)
         measured.near = measured.found + sum(weights[w] * c for w, (_, c) in credited.items()) / total
@@ -209,7 +220,7 @@ def settled_without_near(s: Signals) -> bool:
     quotes lack has a stand-in) and 1 (every one has a close one), and grounding rises with it. Four
     turns in five are settled so (the grounding of `found` passes the threshold, or that of a full
     share does not), and embed no word."""
-    if s.names:
+    if s.names or not s.figure_held:
         return True
     t = THRESHOLDS
     low = grounding(replace(s, near=s.found), t["semantic_weight"], t["standout_weight"])
@@ -222,13 +233,20 @@ def always(_: Signals) -> bool:
     return True
 
 
+# How a reason and a preface say what a figure question asks (`fieldguide.quantities`): words the
+# question itself holds, so the preface adds nothing a check of invented words would count.
+ASKS_FOR = {DURATION: "how long", COUNT: "how many", AMOUNT: "how much", FREQUENCY: "how often"}
+
+
 def verdict(s: Signals, **overrides: float) -> tuple[str, str]:
     """(coverage, reason) of a turn that was answered with quotes: `partial` when the question names
-    what no chunk of the docs holds, or when the quotes stand for it too little (`grounding` under the
-    threshold); `covered` otherwise."""
+    what no chunk of the docs holds, when it asks for a figure the quotes do not hold, or when the
+    quotes stand for it too little (`grounding` under the threshold); `covered` otherwise."""
     t = {**THRESHOLDS, **overrides}
     if s.names:
         return PARTIAL, "the docs never name " + ", ".join(s.names)
+    if not s.figure_held:
+        return PARTIAL, f"the question asks {ASKS_FOR[s.figure]}, and the quotes hold no {s.figure}"
     score = grounding(s, t["semantic_weight"], t["standout_weight"])
     bar = needed(s, t["threshold"], t["long_question"], t["length_credit"])
     held = f"the quotes hold {s.found:.0%} of the question's weight"
@@ -381,6 +399,8 @@ def partial_preface(question: str, signals: dict | None) -> str:
     if names:
         named = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
         return f"The docs do not have {named} in any section, so they may not answer this question. {CLOSEST}"
+    if signals.get("figure") in ASKS_FOR and signals.get("figure_held") is False:
+        return f"The docs may not answer {ASKS_FOR[signals['figure']]}. {CLOSEST}"
     clause = whether_clause(question)
     if clause:
         return f"The docs do not answer {clause}. {CLOSEST}"

@@ -171,6 +171,26 @@ def test_verdict_rules():
         PARTIAL, "the docs never name Bitcoin")
 
 
+def test_a_question_asking_for_a_figure_the_quotes_lack_is_partial_however_well_they_read():
+    logs = [{"n": 1, "kind": "sentence", "text": "Logs are written to stdout and you can adjust the log level.",
+             "header": None, "label": ""}]
+    block = {"heading_path": ["Logs"], "text": logs[0]["text"]}
+    asked = signals("And how long are logs kept? \u2014 about: Logs", logs, [block], {"logs": 3}, 100)
+    assert (asked.figure, asked.figure_held) == ("duration", False)
+    assert settled_without_near(asked)  # the verdict does not turn on words close in meaning
+    assert verdict(replace(asked, semantic=0.9, standout=9.0)) == (
+        PARTIAL, "the question asks how long, and the quotes hold no duration")
+    # a figure in the quotes, or in their block's breadcrumb, answers the kind of question
+    kept = [{**logs[0], "text": "Logs are kept for 30 days."}]
+    assert signals("How long are logs kept?", kept, [block], {"logs": 3}, 100).figure_held
+    dated = signals("How long are logs kept?", logs, [{**block, "heading_path": ["Logs", "Kept 7 days"]}],
+                    {"logs": 3}, 100)
+    assert dated.figure_held
+    # the carried topic is not the ask: "How long" in it asks for nothing
+    carried = signals("Where are they written? \u2014 about: How long logs are kept", logs, [block], {"logs": 3}, 100)
+    assert carried.figure is None and carried.figure_held
+
+
 def test_grounding_rises_with_each_signal():
     base = dict(found=0.5, semantic=0.6, standout=2.0)
     weights = {k: THRESHOLDS[k] for k in ("semantic_weight", "standout_weight")}
@@ -212,6 +232,11 @@ def test_partial_preface_says_what_the_docs_lack_then_that_quotes_are_only_the_c
                                                                   "unknown_words": ["accept", "bitcoin", "rentals"]}) \
         == f"The docs may not answer this question. {closest}"
     assert partial_preface("Where?", None) == f"The docs may not answer this question. {closest}"
+    # a figure the quotes lack is said in the question's own words
+    assert partial_preface("And how long are old logs kept?", {"figure": "duration", "figure_held": False}) == \
+        f"The docs may not answer how long. {closest}"
+    assert partial_preface("How many can I add?", {"figure": "count", "figure_held": True, "missing": ["add"]}) == \
+        f"The docs may not answer this question. {closest}"
 
 
 def test_an_abstained_turn_is_not_covered_with_caps_reason():
