@@ -1,7 +1,8 @@
 """Names a reader writes, and whether the docs hold them.
 
 A reader names a product, a service or a standard with a capital letter past the start of a
-sentence, or with two capitals or more (Dropbox, YubiKey, HIPAA, macOS). When no chunk of the
+sentence, with two capitals or more, or with one past the start of a word (Dropbox, YubiKey,
+HIPAA, macOS, iPhone, eBay). When no chunk of the
 index holds such a name, the docs say nothing about it: over the development questions, their
 conversations and held-out ones, every question that named something no chunk holds was one
 the docs do not answer, apart from day names ("last Tuesday"), which are left out with the
@@ -35,8 +36,9 @@ VALUE_DIGITS = 3
 
 
 def names_in(question: str) -> list[str]:
-    """The words a reader writes as names: capitalised past the start of a sentence, or with two
-    capitals or more anywhere (HIPAA, YubiKey, macOS, 2FA); never "I", a day or month, a value
+    """The words a reader writes as names: capitalised past the start of a sentence, with two
+    capitals or more anywhere (HIPAA, YubiKey, macOS, 2FA), or with a capital past a lower-case
+    first letter (iPhone, eBay); never "I", a day or month, a value
     with digits (DOC00042), nor words the reader put in quotes ('Finance')."""
     found = []
     quotes = list(_QUOTED.finditer(question))
@@ -55,7 +57,7 @@ def names_in(question: str) -> list[str]:
             continue
         if sum(c.isdigit() for c in word) >= VALUE_DIGITS:  # DOC00042, INV2024: a value the reader typed
             continue
-        if capitals >= 2 or (capitals == 1 and word[0].isupper() and not opens_sentence):
+        if capitals >= 2 or (capitals == 1 and (word[0].islower() or not opens_sentence)):
             found.append(word)
     return list(dict.fromkeys(found))
 

@@ -265,6 +265,9 @@ def test_names_are_the_words_a_reader_capitalises_past_a_sentence_start_or_twice
     assert names_in("Can I use a hardware key like a YubiKey for it instead?") == ["YubiKey"]
     assert names_in("Is Plausible HIPAA compliant, and will you sign a BAA?") == ["Plausible", "HIPAA", "BAA"]
     assert names_in("I'm on macOS. Does it go to my Dropbox?") == ["macOS", "Dropbox"]
+    # a capital past a lower-case first letter marks a brand, even where a sentence starts
+    assert names_in("Does it work in Safari on my iPhone too?") == ["Safari", "iPhone"]
+    assert names_in("eBay orders: can I import them?") == ["eBay"]
     # sentence starts, "I" and the calendar are no names
     assert names_in("We shipped last Tuesday. Can I line up Mondays with the May report?") == []
     assert names_in('And then? "Where" is it?') == []
