@@ -52,7 +52,7 @@ def _resolve(target: str, source: str, sources: frozenset) -> str | None:
 
 
 _SIGNALS = {
-    "mkdocs": re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s+[\w-]+|^\s*===\+?\s+\"|^\s*-{1,2}8<-{1,2}|:material-[\w-]+:",
+    "mkdocs": re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*[\w-]+|^\s*===\+?\s+\"|^\s*-{1,2}8<-{1,2}|:material-[\w-]+:",
                          re.MULTILINE),
     "docusaurus": re.compile(r"^import\s+.+\s+from\s+['\"]@(?:theme|site|docusaurus)|^:::\s*[A-Za-z]|"
                              r"^\s*<(?:Tabs|TabItem|Admonition|DocCardList)\b", re.MULTILINE),
@@ -135,7 +135,7 @@ def folder_dialect_of(docs_dir, paths, setting: str | None = None) -> Dialect:
 
 
 _LEFTOVER = {
-    "mkdocs": re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s+[\w-]+|^\s*===\+?\s+\"|-{2}8<-{2}|:material-[\w-]+:", re.MULTILINE),
+    "mkdocs": re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*[\w-]+|^\s*===\+?\s+\"|-{2}8<-{2}|:material-[\w-]+:", re.MULTILINE),
     "docusaurus": re.compile(r"^import\s+.+\s+from\s+['\"]|^\s*:::|</?(?:Tabs|TabItem|Admonition)\b", re.MULTILINE),
     "mdc": re.compile(r"^\s*::|(?<![\w:\\/]):[A-Za-z][\w-]*\{[^}\n]*\}", re.MULTILINE),
     "hugo": re.compile(r"\{\{[<%]"),

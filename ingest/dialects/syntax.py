@@ -25,7 +25,7 @@ _POSITIONAL = re.compile(r"""(?:^|\s)(?:"([^"]*)"|'([^']*)'|([^\s"'=]+))(?=\s|$)
 # a list item's marker and the spaces after it (CommonMark: its content starts after them)
 _LIST_ITEM = re.compile(r" *([-*+]|\d{1,9}[.)])( +)(?=\S)")
 # MkDocs / Material
-_MK_ADMONITION = re.compile(r"^(!!!|\?\?\?\+?)\s+([\w-]+)((?:\s+[\w-]+)*)\s*(?:\"(.*)\")?\s*$")
+_MK_ADMONITION = re.compile(r"^(!!!|\?\?\?\+?)\s*([\w-]+)((?:\s+[\w-]+)*)\s*(?:\"(.*)\")?\s*$")
 _MK_TAB = re.compile(r"^===\+?\s+\"(.*)\"\s*$")
 _MK_SNIPPET = re.compile(r"^-{1,2}8<-{1,2}\s*(?:\"([^\"]*)\"|'([^']*)'|(\S+))?\s*$")
 _MK_ICON = re.compile(r":(?:material|octicons|fontawesome|simple|fontawesome-solid|fontawesome-regular)-[\w-]+:"

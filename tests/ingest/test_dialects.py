@@ -151,6 +151,10 @@ def test_admonitions_are_marked_as_note_tip_or_warning():
     lines = ['!!! danger "Data loss"', "    Back up.", ":::tip", "Fast.", ":::", "{{< hint info >}}", "{{< /hint >}}"]
     read = read_lines(lines, Dialect()).lines
     assert read == ["Warning: Data loss", "Back up.", "Tip:", "Fast.", None, "Note:", None]
+    # Python-Markdown takes the space after the marker as optional: `!!!info ""` is an admonition too
+    assert read_lines(['!!!tip "Share many albums"', "    One secret.", '???info ""', "    Body."],
+                      Dialect()).lines == ["Tip: Share many albums", "One secret.", "Note:", "Body."]
+    assert folder_dialect(['!!!info ""\n    The label filter does not support &.\n']).families == frozenset({"mkdocs"})
 
 
 def test_a_part_is_read_from_the_state_at_its_first_line(settings):
