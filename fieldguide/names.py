@@ -82,3 +82,51 @@ def unknown_names(question: str, document_frequency: dict[str, int] | None, know
         if not any(document_frequency.get(form, 0) for part in parts for form in _forms(part)):
             unknown.append(name)
     return unknown
+
+
+# A word in this share of the index's chunks or more is the product's own name ("Linkwarden",
+# "Firefly III"): beside it, a reader's word names a part of the product ("Linkwarden iOS shortcut"),
+# whatever the docs call it.
+OWN_NAME_SHARE = 0.05
+# An acronym this short names a standard the docs spell out ("Amazon SES" where they write "Amazon
+# Simple Email Service (SES)"; "Redis ACL" where "ACL" and "Redis" stand apart).
+SHORT_ACRONYM = 4
+
+
+def name_phrases(question: str, document_frequency: dict[str, int], documents: int) -> list[list[str]]:
+    """Runs of two names or more a single space apart ("Google Maps", "Microsoft Teams", "European
+    Central Bank"), leaving out short acronyms and the product's own name (`OWN_NAME_SHARE`)."""
+    named = set(names_in(question))
+    runs, run, previous_end = [], [], None
+    for match in _NAME.finditer(question):
+        word = match.group(0).strip("'’-")
+        own = any(document_frequency.get(part, 0) >= OWN_NAME_SHARE * documents for part in words(word))
+        counts = word in named and not own and not (word.isupper() and len(word) <= SHORT_ACRONYM)
+        if counts and run and question[previous_end:match.start()] == " ":
+            run.append(word)
+        else:
+            if len(run) > 1:
+                runs.append(run)
+            run = [word] if counts else []
+        previous_end = match.end()
+    if len(run) > 1:
+        runs.append(run)
+    return runs
+
+
+def unknown_name_phrases(question: str, texts: list[str], document_frequency: dict[str, int] | None,
+                         documents: int) -> list[str]:
+    """The name phrases of `question` (`name_phrases`) that none of `texts` holds, not even two of
+    their names side by side: "Google Maps" where the docs name Google (Google Photos) and maps (the
+    places view), but never the two together. `texts` are the sections that search found for the
+    question: a section that holds the phrase holds the question's words and is among them. None
+    known without statistics, or without texts."""
+    if document_frequency is None or not texts:
+        return []
+    held = " " + " ".join(" ".join(words(text)) for text in texts) + " "
+    unknown = []
+    for run in name_phrases(question, document_frequency, documents):
+        pairs = (" ".join(words(first + " " + second)) for first, second in zip(run, run[1:]))
+        if not any(f" {pair} " in held for pair in pairs):
+            unknown.append(" ".join(run))
+    return unknown

@@ -21,7 +21,8 @@ quoted units rather than the whole context:
   (`cap` abstains below 1; the calibration's probes set the unit);
 * `names`: names the reader writes (`fieldguide.names`) that no chunk of the index holds, in the
   sentences that ask (`asks`): "We're a German company. Why does the order of tax rules matter?"
-  names the reader's setting, not what the docs are asked about;
+  names the reader's setting, not what the docs are asked about; and name phrases ("Google Maps")
+  that no section search found holds, though the docs hold each of their words;
 * `unknown` / `unknown_words`: the question's words no chunk holds (the preface names one);
 * `figure` / `figure_held`: the kind of figure the question asks for ("How long are old logs
   kept?": a duration; `fieldguide.quantities`) and whether the quotes hold one.
@@ -61,7 +62,7 @@ from langchain_core.runnables import RunnableConfig
 from fieldguide.calibration import top_margin
 from fieldguide.content_words import idf_of, question_words, stem
 from fieldguide.headings import heading_labels
-from fieldguide.names import unknown_names
+from fieldguide.names import unknown_name_phrases, unknown_names
 from fieldguide.near_words import stand_ins
 from fieldguide.quantities import AMOUNT, COUNT, DURATION, FREQUENCY, asked_figure, holds_figure
 from fieldguide.words import words
@@ -122,11 +123,13 @@ MEASURING = {"near_always": False}
 
 def signals(question: str, evidence: list[dict], blocks: list[dict], document_frequency: dict[str, int] | None,
             documents: int, embed=None, unit_vectors=None, standout: float | None = None,
-            question_vector=None, settled=None) -> Signals:
+            question_vector=None, settled=None, searched: list[str] | None = None) -> Signals:
     """The signals of one answered turn. `embed(texts) -> vectors` and `unit_vectors` (of the
     quoted units, in order) give `missing_close`; without them it is left at 1.0 (no evidence
     against the quotes). `embed` also gives `near`, unless `settled(signals)` says the verdict
-    does not depend on it (`settled_without_near`): a word embedded is time before the first token."""
+    does not depend on it (`settled_without_near`): a word embedded is time before the first token.
+    `searched`: the texts of the sections search found, where a name phrase the question uses
+    would stand if the docs held it (`fieldguide.names.unknown_name_phrases`)."""
     own = question_words(own_part(question)) or question_words(question)
     if not own:
         return Signals(standout=standout)
@@ -153,7 +156,8 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
                        unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld,
                        missing_idf=weights[missing[0]] / top if missing and known else 0.0,
                        missing_close=close,
-                       names=unknown_names(" ".join(asks(own_part(question))), document_frequency),
+                       names=names_lacking(" ".join(asks(own_part(question))), document_frequency, documents,
+                                           searched or []),
                        standout=standout, semantic=semantic, words=len(own))
     if figure := asked_figure(own_part(question)):
         measured.figure, measured.figure_held = figure, holds_figure(figure, text)
@@ -166,6 +170,15 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
     return measured
 
 
+def names_lacking(asked: str, document_frequency, documents: int, searched: list[str]) -> list[str]:
+    """The names the asking sentences use that no chunk holds, then the name phrases ("Google
+    Maps") that no searched section holds although it holds their words, unless one of their words
+    is named already."""
+    names = unknown_names(asked, document_frequency)
+    phrases = unknown_name_phrases(asked, searched, document_frequency, documents)
+    return names + [p for p in phrases if not set(p.split()) & set(names)]
+
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -175,6 +188,12 @@ def asks(question: str) -> list[str]:
     name is their setting, not what they ask the docs about."""
     sentences = [s for s in _SENTENCE_END.split(question.strip()) if s.strip()]
     return [s for s in sentences if s.rstrip().endswith("?")] or sentences
+
+
+def searched_texts(state: dict) -> list[str]:
+    """The texts of the sections search found for the turn, and of its context."""
+    found = (state.get("search_results") or []) + (state.get("context") or [])
+    return [c.get("text") or "" for c in found]
 
 
 def best_cosine(vector, vectors) -> float:
@@ -345,7 +364,7 @@ def coverage(state: dict, config: RunnableConfig = None) -> dict:
             settled = None if MEASURING["near_always"] else settled_without_near
         found = signals(question, evidence, blocks, stats.document_frequency if stats else None,
                         stats.documents if stats else 0, embed, unit_vectors, standout, state.get("query_vector"),
-                        settled=settled)
+                        settled=settled, searched=searched_texts(state))
         found.above_floor, found.similarity = above_floor, similarity
         asked = "follow-up" if state.get("condensed_by") in ("rules", "model") else "question"
         result, reason = turn_verdict(found, state.get("closest_only") or "", asked)

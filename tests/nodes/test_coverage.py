@@ -191,6 +191,18 @@ def test_a_question_asking_for_a_figure_the_quotes_lack_is_partial_however_well_
     assert carried.figure is None and carried.figure_held
 
 
+def test_a_name_phrase_no_searched_section_holds_is_named_once():
+    frequency = {"google": 3, "maps": 4, "azure": 0}
+    searched = ["Google Photos albums can be imported.", "The places view shows photos on world maps."]
+    s = signals("Can I plug my own Google Maps key into it?", QUOTE, [PRICE_BLOCK], frequency, 100, searched=searched)
+    assert s.names == ["Google Maps"] and verdict(s) == (PARTIAL, "the docs never name Google Maps")
+    # a phrase with a name no chunk holds is named by that name alone
+    assert signals("Can it read Azure Maps?", QUOTE, [PRICE_BLOCK], frequency, 100, searched=searched).names == \
+        ["Azure"]
+    # without the searched sections nothing is known of phrases
+    assert signals("Can I plug my own Google Maps key into it?", QUOTE, [PRICE_BLOCK], frequency, 100).names == []
+
+
 def test_grounding_rises_with_each_signal():
     base = dict(found=0.5, semantic=0.6, standout=2.0)
     weights = {k: THRESHOLDS[k] for k in ("semantic_weight", "standout_weight")}

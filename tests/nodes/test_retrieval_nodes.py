@@ -295,6 +295,22 @@ def test_unknown_names_are_the_ones_no_chunk_holds_and_the_conversation_did_not_
     assert unknown_names(question, None) == []  # an index without statistics: nothing is known to be missing
 
 
+def test_a_name_phrase_is_unknown_when_no_searched_section_holds_its_names_side_by_side():
+    from fieldguide.names import name_phrases, unknown_name_phrases
+
+    # "photoprism" stands in many chunks: the product's own name; "google" and "maps" in a few
+    frequency = {"photoprism": 40, "google": 3, "maps": 5, "api": 9, "microsoft": 1, "teams": 2}
+    assert name_phrases("Can I plug my own Google Maps API key into PhotoPrism Places?", frequency, 500) == \
+        [["Google", "Maps"]]  # a short acronym and the product's own name end a run
+    searched = ["Google Photos albums can be imported.", "The places view shows photos on world maps."]
+    assert unknown_name_phrases("Can I use my own Google Maps key?", searched, frequency, 500) == ["Google Maps"]
+    # a section that holds two of the names side by side knows the phrase, whatever follows
+    assert unknown_name_phrases("Does it post to Microsoft Teams Channels?", ["Send alerts to Microsoft teams."],
+                                frequency, 500) == []
+    assert unknown_name_phrases("Can I use my own Google Maps key?", searched, None, 0) == []
+    assert unknown_name_phrases("Can I use my own Google Maps key?", [], frequency, 500) == []
+
+
 def follow_up_state(question, ranked, condensed_by="rules"):
     from langchain_core.messages import AIMessage, HumanMessage
 
