@@ -11,7 +11,9 @@ quoted units rather than the whole context:
 * `found`: the share of the question's weight that the quoted units hold (their text, table
   header and the breadcrumb of their block), each content word of the standalone question's
   own part (a carried topic left out) weighed by its idf in the index: "Can I pay for a
-  booking with cryptocurrency?" turns on "cryptocurrency", not on "booking";
+  booking with cryptocurrency?" turns on "cryptocurrency", not on "booking"; a word no chunk
+  holds weighs nothing when it stands only in a sentence that tells the reader's story
+  (`story_words`: "My wife typed the wrong password …");
 * `near`: `found`, with each word the quotes lack credited by how close in meaning the nearest
   word they hold is (`fieldguide.near_words`): "photo" stands for "image", "colour" for "color", "sizes"
   for "size" (which the light stemmer keeps apart); "theme" is not met by "design", nor
@@ -135,6 +137,8 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
         return Signals(standout=standout)
     weights = {w: idf_of(w, document_frequency, documents) for w in own}
     top = idf_of("\u2400", document_frequency, documents)  # a word no chunk holds: the largest idf
+    if document_frequency is not None and documents > 0:
+        weights.update({w: 0.0 for w in story_words(question, weights, top)})
     text = quoted_text(evidence, blocks)
     quoted = set(words(text))
     held = {stem(w) for w in quoted}
@@ -177,6 +181,16 @@ def names_lacking(asked: str, document_frequency, documents: int, searched: list
     names = unknown_names(asked, document_frequency)
     phrases = unknown_name_phrases(asked, searched, document_frequency, documents)
     return names + [p for p in phrases if not set(p.split()) & set(names)]
+
+
+def story_words(question: str, weights: dict[str, float], top: float) -> list[str]:
+    """The words of the sentences that tell the reader's story, not of those that ask, which no chunk
+    of the docs holds (weight `top`): "My wife typed the wrong password too many times. How do I
+    unlock her login?" tells of a wife the docs never name, and asks what they do answer. They weigh
+    nothing (docs/benchmarks/coverage.md, "The reader's own story"). A word no chunk holds in the
+    sentence that asks ("Can I get a refund?") weighs most, as before."""
+    asked = set(question_words(" ".join(asks(own_part(question)))))
+    return [w for w, weight in weights.items() if weight >= top and w not in asked]
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

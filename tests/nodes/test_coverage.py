@@ -203,6 +203,22 @@ def test_a_name_phrase_no_searched_section_holds_is_named_once():
     assert signals("Can I plug my own Google Maps key into it?", QUOTE, [PRICE_BLOCK], frequency, 100).names == []
 
 
+def test_a_word_no_chunk_holds_weighs_nothing_in_the_readers_story_and_most_where_they_ask():
+    frequency = {"password": 10, "login": 8, "unlock": 2, "typed": 1}
+    quote = [{"n": 1, "kind": "sentence", "text": "An admin can unlock a login after too many password attempts.",
+              "header": None, "label": ""}]
+    block = {"heading_path": ["Users"], "text": quote[0]["text"]}
+    told = signals("My wife typed the wrong password. How do I unlock her login?", quote, [block], frequency, 100)
+    # "wife" and "wrong" no chunk holds: lacking, but weighing nothing
+    assert told.unknown_words == [] and told.missing[-2:] == ["wrong", "wife"]
+    weights = {w: idf_of(w, frequency, 100) for w in ("typed", "password", "unlock", "login")}
+    held = sum(weights[w] for w in ("password", "unlock", "login"))
+    assert told.found == pytest.approx(held / sum(weights.values()))
+    assert told.words == 6  # still a question of six words (`needed`)
+    asked = signals("How do I unlock the login of my wife?", quote, [block], frequency, 100)
+    assert asked.unknown_words == ["wife"] and asked.missing[0] == "wife"
+
+
 def test_grounding_rises_with_each_signal():
     base = dict(found=0.5, semantic=0.6, standout=2.0)
     weights = {k: THRESHOLDS[k] for k in ("semantic_weight", "standout_weight")}
