@@ -13,6 +13,7 @@ instead (`fieldguide.bm25`).
 from __future__ import annotations
 
 import math
+import re
 
 from fieldguide.words import link_texts, words
 
@@ -55,6 +56,15 @@ def _forms(word: str) -> set[str]:
     if word.endswith("s") and len(word) > 3:
         forms.add(word[:-1])
     return forms
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def question_sentences(question: str) -> list[str]:
+    """The sentences of a question as a reader writes them: each ends with ".", "!" or "?" before a
+    blank, the last wherever the text ends."""
+    return [s for s in _SENTENCE_END.split(question.strip()) if s.strip()]
 
 
 def question_words(question: str) -> list[str]:

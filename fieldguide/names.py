@@ -123,9 +123,12 @@ def unknown_name_phrases(question: str, texts: list[str], document_frequency: di
     known without statistics, or without texts."""
     if document_frequency is None or not texts:
         return []
+    runs = name_phrases(question, document_frequency, documents)
+    if not runs:  # most questions: the searched sections' words need not be read
+        return []
     held = " " + " ".join(" ".join(words(text)) for text in texts) + " "
     unknown = []
-    for run in name_phrases(question, document_frequency, documents):
+    for run in runs:
         pairs = (" ".join(words(first + " " + second)) for first, second in zip(run, run[1:]))
         if not any(f" {pair} " in held for pair in pairs):
             unknown.append(" ".join(run))

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from fieldguide.content_words import question_sentences
+
 DURATION, COUNT, AMOUNT, FREQUENCY = "duration", "count", "amount", "frequency"
 KINDS = {"long": DURATION, "many": COUNT, "much": AMOUNT, "often": FREQUENCY}
 
@@ -56,7 +58,7 @@ def asked_figure(question: str) -> str | None:
     """The kind of figure the question's own ask opens with (`DURATION`, `COUNT`, `AMOUNT`,
     `FREQUENCY`), or None. Every asking sentence (ending "?") is read; the first that opens
     with a figure names it."""
-    for sentence in re.split(r"(?<=[.!?])\s+", question.strip()):
+    for sentence in question_sentences(question):
         if not sentence.rstrip().endswith("?"):
             continue
         if m := _ASKS.search(sentence.strip()):

@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass, field, replace
 from langchain_core.runnables import RunnableConfig
 
 from fieldguide.calibration import top_margin
-from fieldguide.content_words import idf_of, question_words, stem
+from fieldguide.content_words import idf_of, question_sentences, question_words, stem
 from fieldguide.headings import heading_labels
 from fieldguide.names import unknown_name_phrases, unknown_names
 from fieldguide.near_words import stand_ins
@@ -132,13 +132,15 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
     does not depend on it (`settled_without_near`): a word embedded is time before the first token.
     `searched`: the texts of the sections search found, where a name phrase the question uses
     would stand if the docs held it (`fieldguide.names.unknown_name_phrases`)."""
-    own = question_words(own_part(question)) or question_words(question)
+    own_text = own_part(question)
+    asked = " ".join(asks(own_text))
+    own = question_words(own_text) or question_words(question)
     if not own:
         return Signals(standout=standout)
     weights = {w: idf_of(w, document_frequency, documents) for w in own}
     top = idf_of("\u2400", document_frequency, documents)  # a word no chunk holds: the largest idf
     if document_frequency is not None and documents > 0:
-        weights.update({w: 0.0 for w in story_words(question, weights, top)})
+        weights.update({w: 0.0 for w in story_words(asked, weights, top)})
     text = quoted_text(evidence, blocks)
     quoted = set(words(text))
     held = {stem(w) for w in quoted}
@@ -160,10 +162,9 @@ def signals(question: str, evidence: list[dict], blocks: list[dict], document_fr
                        unknown=sum(weights[w] for w in unheld) / total, unknown_words=unheld,
                        missing_idf=weights[missing[0]] / top if missing and known else 0.0,
                        missing_close=close,
-                       names=names_lacking(" ".join(asks(own_part(question))), document_frequency, documents,
-                                           searched or []),
+                       names=names_lacking(asked, document_frequency, documents, searched or []),
                        standout=standout, semantic=semantic, words=len(own))
-    if figure := asked_figure(own_part(question)):
+    if figure := asked_figure(own_text):
         measured.figure, measured.figure_held = figure, holds_figure(figure, text)
     if embed is not None and evidence and not (settled is not None and settled(measured)):
         credited = stand_ins(missing, quoted, embed)
@@ -183,24 +184,22 @@ def names_lacking(asked: str, document_frequency, documents: int, searched: list
     return names + [p for p in phrases if not set(p.split()) & set(names)]
 
 
-def story_words(question: str, weights: dict[str, float], top: float) -> list[str]:
-    """The words of the sentences that tell the reader's story, not of those that ask, which no chunk
-    of the docs holds (weight `top`): "My wife typed the wrong password too many times. How do I
-    unlock her login?" tells of a wife the docs never name, and asks what they do answer. They weigh
-    nothing (docs/benchmarks/coverage.md, "The reader's own story"). A word no chunk holds in the
-    sentence that asks ("Can I get a refund?") weighs most, as before."""
-    asked = set(question_words(" ".join(asks(own_part(question)))))
-    return [w for w, weight in weights.items() if weight >= top and w not in asked]
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+def story_words(asked: str, weights: dict[str, float], top: float) -> list[str]:
+    """The weighed words (`weights`) that stand in no sentence that asks (`asked`: those sentences,
+    `asks`) and that no chunk of the docs holds (weight `top`), so in the reader's story: "My wife
+    typed the wrong password too many times. How do I unlock her login?" tells of a wife the docs
+    never name, and asks what they do answer. They weigh nothing (docs/benchmarks/coverage.md,
+    "Two more held-out sets, figures, brand names, the reader's story"). A word no chunk holds in
+    the sentence that asks ("Can I get a refund?") weighs most, as before."""
+    asking = set(question_words(asked))
+    return [w for w, weight in weights.items() if weight >= top and w not in asking]
 
 
 def asks(question: str) -> list[str]:
     """The sentences of a question that ask (end with "?"); all of them when none does. The others
     say where the reader stands ("We're a German company.", "My NAS runs the backups."): what they
     name is their setting, not what they ask the docs about."""
-    sentences = [s for s in _SENTENCE_END.split(question.strip()) if s.strip()]
+    sentences = question_sentences(question)
     return [s for s in sentences if s.rstrip().endswith("?")] or sentences
 
 
